@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Environment, parseEnvironment } from './environment';
+
+export type AppRole = 'api' | 'worker' | 'all';
+
+/**
+ * The typed configuration every other part reads. Built once at boot from the environment;
+ * it is the DI token too, so tests can provide their own.
+ */
+export class AppConfig {
+  readonly production: boolean;
+  readonly http: { port: number; host: string; trustProxy: boolean; bodyLimitBytes: number; shutdownGraceMs: number };
+  readonly role: AppRole;
+  readonly database: { url?: string; dataDir: string; poolSize: number };
+  readonly redisUrl?: string;
+  readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
+  readonly bootstrap: { adminEmail: string; adminPassword?: string };
+  readonly loginLimits: { perIp: number; perEmail: number; windowSeconds: number };
+  readonly logLevel: string;
+
+  constructor(env: Environment) {
+    this.production = env.NODE_ENV === 'production';
+    this.http = { port: env.PORT, host: env.HOST, trustProxy: env.TRUST_PROXY, bodyLimitBytes: 1024 * 1024, shutdownGraceMs: env.SHUTDOWN_GRACE_MS };
+    this.role = env.APP_ROLE as AppRole;
+    const dataDir = resolve(env.DATA_DIR);
+    this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
+    this.redisUrl = env.REDIS_URL;
+    this.jwt = {
+      secret: env.JWT_SECRET ?? persistedSecret(dataDir, 'jwt-secret'),
+      issuer: env.JWT_ISSUER,
+      audience: env.JWT_AUDIENCE,
+      accessTtlSeconds: env.JWT_ACCESS_TTL_SECONDS,
+      refreshTtlSeconds: env.REFRESH_TOKEN_TTL_SECONDS,
+    };
+    this.bootstrap = { adminEmail: env.ADMIN_EMAIL.toLowerCase(), adminPassword: env.ADMIN_PASSWORD };
+    this.loginLimits = { perIp: env.LOGIN_LIMIT_PER_IP, perEmail: env.LOGIN_LIMIT_PER_EMAIL, windowSeconds: env.LOGIN_LIMIT_WINDOW_SECONDS };
+    this.logLevel = env.LOG_LEVEL;
+  }
+
+  get runsHttp(): boolean {
+    return this.role !== 'worker';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  return new AppConfig(parseEnvironment(env));
+}
+
+/**
+ * Outside production a missing secret is generated once and kept in the data folder, so the
+ * embedded default needs no configuration and survives restarts.
+ */
+function persistedSecret(dataDir: string, name: string): string {
+  const file = join(dataDir, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}

@@ -1,0 +1,101 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+
+/**
+ * Every environment variable the service reads, with its default. The README's
+ * configuration table mirrors this class; `loadConfig` validates it once at boot.
+ */
+export class Environment {
+  @IsIn(['development', 'production', 'test'])
+  NODE_ENV = 'development';
+
+  @IsInt() @Min(0) @Max(65535)
+  PORT = 3000;
+
+  @IsString()
+  HOST = '0.0.0.0';
+
+  @IsIn(['api', 'worker', 'all'])
+  APP_ROLE = 'all';
+
+  @IsOptional() @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
+  DATABASE_URL?: string;
+
+  @IsString()
+  DATA_DIR = './.data';
+
+  @IsInt() @Min(1) @Max(200)
+  DB_POOL_SIZE = 10;
+
+  @IsOptional() @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
+  REDIS_URL?: string;
+
+  @IsOptional() @IsString() @MinLength(32, { message: 'JWT_SECRET must be at least 32 bytes' })
+  JWT_SECRET?: string;
+
+  @IsString()
+  JWT_ISSUER = 'platform';
+
+  @IsString()
+  JWT_AUDIENCE = 'platform-api';
+
+  @IsInt() @Min(60) @Max(86400)
+  JWT_ACCESS_TTL_SECONDS = 900;
+
+  @IsInt() @Min(300)
+  REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+  @IsEmail({ require_tld: false })
+  ADMIN_EMAIL = 'admin@platform.local';
+
+  @IsOptional() @IsString() @MinLength(12, { message: 'ADMIN_PASSWORD must be at least 12 characters' })
+  ADMIN_PASSWORD?: string;
+
+  @IsInt() @Min(1)
+  LOGIN_LIMIT_PER_IP = 30;
+
+  @IsInt() @Min(1)
+  LOGIN_LIMIT_PER_EMAIL = 10;
+
+  @IsInt() @Min(1)
+  LOGIN_LIMIT_WINDOW_SECONDS = 60;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  @Transform(({ value }) => value === true || value === 'true' || value === '1')
+  TRUST_PROXY = false;
+
+  @IsInt() @Min(0)
+  SHUTDOWN_GRACE_MS = 10000;
+}
+
+const NUMERIC = new Set(['PORT', 'DB_POOL_SIZE', 'JWT_ACCESS_TTL_SECONDS', 'REFRESH_TOKEN_TTL_SECONDS', 'LOGIN_LIMIT_PER_IP', 'LOGIN_LIMIT_PER_EMAIL', 'LOGIN_LIMIT_WINDOW_SECONDS', 'SHUTDOWN_GRACE_MS']);
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses and validates the environment; throws a ConfigError naming every bad variable. */
+export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'ADMIN_PASSWORD');
+  const raw: Record<string, unknown> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value === undefined || value === '') continue;
+    raw[key] = NUMERIC.has(key) && /^-?\d+$/.test(value) ? Number(value) : value;
+  }
+  const parsed = plainToInstance(Environment, raw);
+  const problems = validateSync(parsed, { forbidUnknownValues: false }).flatMap((e) =>
+    Object.values(e.constraints ?? {}).map((message) => (message.startsWith(e.property) ? message : `${e.property}: ${message}`)),
+  );
+  if (parsed.NODE_ENV === 'production') {
+    if (!parsed.DATABASE_URL) problems.push('DATABASE_URL is required when NODE_ENV=production');
+    if (!parsed.JWT_SECRET) problems.push('JWT_SECRET (at least 32 bytes) is required when NODE_ENV=production');
+  }
+  if (parsed.JWT_SECRET && Buffer.byteLength(parsed.JWT_SECRET) < 32) {
+    problems.push('JWT_SECRET must be at least 32 bytes');
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n  - ${[...new Set(problems)].join('\n  - ')}`);
+  return parsed;
+}

@@ -1,0 +1,25 @@
+/** Recognizes driver errors by their SQLSTATE, wherever TypeORM wrapped them. */
+function sqlState(error: unknown): string | undefined {
+  const e = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = e?.driverError?.code ?? e?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  if (sqlState(error) !== '23505') return false;
+  if (!constraint) return true;
+  const e = error as { constraint?: string; driverError?: { constraint?: string } };
+  return (e.driverError?.constraint ?? e.constraint) === constraint;
+}
+
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|Driver not Connected|Client was closed|the database system is (starting up|shutting down)/i;
+
+/** True when the database cannot be reached at all (as opposed to a query that failed). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state && (state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03')) return true;
+  if (state && CONNECTION_ERRNOS.has(state)) return true;
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && CONNECTION_MESSAGES.test(message);
+}

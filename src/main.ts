@@ -1,0 +1,24 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { configureApp } from './app.factory';
+import { AppModule } from './app.module';
+import { AppConfig } from './config/app-config';
+import { ConfigError, parseEnvironment } from './config/environment';
+
+async function bootstrap(): Promise<void> {
+  try {
+    parseEnvironment(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const app = configureApp(await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true }));
+  const config = app.get(AppConfig);
+  await app.listen(config.http.port, config.http.host);
+}
+
+void bootstrap();

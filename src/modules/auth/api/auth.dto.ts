@@ -1,0 +1,43 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsEmail, IsString, MaxLength, MinLength } from 'class-validator';
+import { OrganizationResponse } from '../../organizations/api/organization.dto';
+import { UserResponse } from '../../users/api/user.dto';
+
+export class LoginRequest {
+  @ApiProperty({ example: 'admin@platform.local' })
+  @IsEmail({ require_tld: false }) @MaxLength(320)
+  email!: string;
+
+  @ApiProperty()
+  @IsString() @MinLength(1) @MaxLength(200)
+  password!: string;
+}
+
+export class RefreshRequest {
+  @ApiProperty({ description: 'The refresh token of the last login or refresh' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  refreshToken!: string;
+}
+
+export class ChangePasswordRequest {
+  @ApiProperty()
+  @IsString() @MinLength(1) @MaxLength(200)
+  currentPassword!: string;
+
+  @ApiProperty({ minLength: 12, maxLength: 200 })
+  @IsString() @MinLength(12) @MaxLength(200)
+  newPassword!: string;
+}
+
+export class TokenPairResponse {
+  @ApiProperty({ description: 'JWT (HS256), sent as `Authorization: Bearer <accessToken>`' }) accessToken!: string;
+  @ApiProperty({ enum: ['Bearer'] }) tokenType!: 'Bearer';
+  @ApiProperty({ description: 'Seconds until the access token expires', example: 900 }) expiresIn!: number;
+  @ApiProperty({ description: 'Opaque; single use, exchanged at /api/auth/refresh for a new pair' }) refreshToken!: string;
+}
+
+export class MeResponse {
+  @ApiProperty({ type: UserResponse }) user!: UserResponse;
+  @ApiProperty({ type: OrganizationResponse }) organization!: OrganizationResponse;
+  @ApiProperty({ enum: ['starter', 'team', 'enterprise'] }) tier!: string;
+}

@@ -1,0 +1,28 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { OPERATOR_KEY, PUBLIC_KEY, ROLES_KEY } from '../../../shared/auth/access.decorators';
+import { Principal, Role } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+
+/**
+ * Global, after the JWT guard. Deny by default: a route that declares neither roles, the
+ * operator flag nor @Public() is refused (and a test checks that none exists).
+ */
+@Injectable()
+export class RolesGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
+    const principal = context.switchToHttp().getRequest<{ principal?: Principal }>().principal;
+    if (!principal) throw new DomainError('UNAUTHORIZED', 'A bearer token is required');
+    if (this.reflector.getAllAndOverride<boolean>(OPERATOR_KEY, targets)) {
+      if (principal.isOperator) return true;
+      throw new DomainError('FORBIDDEN', 'Only instance operators may do this');
+    }
+    const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
+    if (roles?.includes(principal.role)) return true;
+    throw new DomainError('FORBIDDEN', `The ${principal.role} role may not do this`);
+  }
+}

@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { JwtService } from '@nestjs/jwt';
+import { Role } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+
+export interface AccessClaims {
+  sub: string;
+  org: string;
+  role: Role;
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
+/**
+ * Signs and verifies access tokens. HS256 is pinned on both sides and `iss`, `aud` and
+ * `exp` are required, so `alg: none`, a foreign issuer or a token without expiry never pass.
+ */
+@Injectable()
+export class AccessTokens {
+  constructor(private readonly jwt: JwtService) {}
+
+  sign(user: { id: string; organizationId: string; role: Role }): Promise<string> {
+    return this.jwt.signAsync({ org: user.organizationId, role: user.role }, { subject: user.id, jwtid: randomUUID() });
+  }
+
+  async verify(token: string): Promise<AccessClaims> {
+    let claims: Partial<AccessClaims>;
+    try {
+      claims = await this.jwt.verifyAsync<AccessClaims>(token);
+    } catch (error) {
+      if ((error as Error).name === 'TokenExpiredError') throw new DomainError('TOKEN_EXPIRED', 'The access token has expired');
+      throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
+    }
+    if (typeof claims.exp !== 'number' || typeof claims.sub !== 'string' || typeof claims.org !== 'string') {
+      throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
+    }
+    return claims as AccessClaims;
+  }
+}

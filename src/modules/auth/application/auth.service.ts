@@ -1,0 +1,95 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { Organization } from '../../organizations/domain/organization';
+import { OrganizationsService } from '../../organizations/application/organizations.service';
+import { PasswordHasher } from '../../users/domain/password-hasher';
+import { User } from '../../users/domain/user';
+import { UserRepository } from '../../users/domain/user.repository';
+import { RefreshToken } from '../domain/refresh-token';
+import { RefreshTokenRepository } from '../domain/refresh-token.repository';
+import { AccessTokens } from './access-tokens';
+import { LoginLimiter } from './login-limiter';
+
+export interface TokenPair {
+  accessToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  refreshToken: string;
+}
+
+const BAD_LOGIN = 'Email or password is wrong';
+const BAD_REFRESH = 'The refresh token is not valid';
+
+@Injectable()
+export class AuthService {
+  constructor(
+    private readonly users: UserRepository,
+    private readonly hasher: PasswordHasher,
+    private readonly refreshTokens: RefreshTokenRepository,
+    private readonly accessTokens: AccessTokens,
+    private readonly organizations: OrganizationsService,
+    private readonly limiter: LoginLimiter,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Unknown email and wrong password answer alike, after the same argon2 work. */
+  async login(email: string, password: string, ip: string): Promise<TokenPair> {
+    await this.limiter.attempt(ip, email);
+    const user = await this.users.findByEmail(email);
+    const valid = user?.passwordHash ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyDummy(password);
+    if (!user || !valid || !user.canSignIn) throw new DomainError('INVALID_CREDENTIALS', BAD_LOGIN);
+    return this.issue(user);
+  }
+
+  /**
+   * Rotation: the presented token is retired and a new one of the same family issued. A token
+   * presented a second time means it leaked: the whole family is revoked (and that revocation
+   * commits, even though the request fails).
+   */
+  async refresh(token: string): Promise<TokenPair> {
+    const pair = await this.rotate(RefreshToken.hash(token));
+    if (!pair) throw new DomainError('INVALID_CREDENTIALS', BAD_REFRESH);
+    return pair;
+  }
+
+  @Transactional()
+  private async rotate(tokenHash: string): Promise<TokenPair | null> {
+    const record = await this.refreshTokens.findByHash(tokenHash);
+    if (!record) return null;
+    if (record.alreadyUsed || !(await this.refreshTokens.markUsed(record.props.id))) {
+      await this.refreshTokens.revokeFamily(record.props.familyId);
+      return null;
+    }
+    if (!record.isActive()) return null;
+    const user = await this.users.findById(record.props.organizationId, record.props.userId);
+    if (!user?.canSignIn) return null;
+    return this.issue(user, record.props.familyId);
+  }
+
+  /** Ends the session the refresh token belongs to (its whole family). */
+  async logout(caller: Principal, token: string): Promise<void> {
+    const record = await this.refreshTokens.findByHash(RefreshToken.hash(token));
+    if (record && record.props.userId === caller.userId) await this.refreshTokens.revokeFamily(record.props.familyId);
+  }
+
+  async me(caller: Principal): Promise<{ user: User; organization: Organization }> {
+    const user = await this.users.findById(caller.organizationId, caller.userId);
+    if (!user) throw new DomainError('UNAUTHORIZED', 'The user no longer exists');
+    return { user, organization: await this.organizations.require(caller.organizationId) };
+  }
+
+  async issue(user: User, familyId?: string): Promise<TokenPair> {
+    const { token, record } = RefreshToken.issue({
+      userId: user.id,
+      organizationId: user.organizationId,
+      familyId,
+      ttlSeconds: this.config.jwt.refreshTtlSeconds,
+    });
+    await this.refreshTokens.insert(record);
+    const accessToken = await this.accessTokens.sign(user);
+    return { accessToken, tokenType: 'Bearer', expiresIn: this.config.jwt.accessTtlSeconds, refreshToken: token };
+  }
+}

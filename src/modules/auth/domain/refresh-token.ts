@@ -1,0 +1,54 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+export interface RefreshTokenProps {
+  id: string;
+  userId: string;
+  organizationId: string;
+  familyId: string;
+  tokenHash: string;
+  expiresAt: Date;
+  usedAt: Date | null;
+  revokedAt: Date | null;
+  createdAt: Date;
+}
+
+/**
+ * One link of a refresh-token family. The opaque token is shown once; only its SHA-256 is
+ * stored. Each use retires the link and issues the next one in the same family.
+ */
+export class RefreshToken {
+  private constructor(readonly props: Readonly<RefreshTokenProps>) {}
+
+  static issue(input: { userId: string; organizationId: string; familyId?: string; ttlSeconds: number }): { token: string; record: RefreshToken } {
+    const token = `rt_${randomBytes(32).toString('base64url')}`;
+    const now = new Date();
+    const record = new RefreshToken({
+      id: randomUUID(),
+      userId: input.userId,
+      organizationId: input.organizationId,
+      familyId: input.familyId ?? randomUUID(),
+      tokenHash: RefreshToken.hash(token),
+      expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000),
+      usedAt: null,
+      revokedAt: null,
+      createdAt: now,
+    });
+    return { token, record };
+  }
+
+  static rehydrate(props: RefreshTokenProps): RefreshToken {
+    return new RefreshToken({ ...props });
+  }
+
+  static hash(token: string): string {
+    return createHash('sha256').update(token).digest('hex');
+  }
+
+  get alreadyUsed(): boolean {
+    return this.props.usedAt !== null;
+  }
+
+  isActive(now = new Date()): boolean {
+    return this.props.revokedAt === null && this.props.usedAt === null && this.props.expiresAt > now;
+  }
+}

@@ -1,0 +1,55 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsEmail, IsIn, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
+
+export class OrganizationAdminRequest {
+  @ApiProperty({ example: 'admin@acme.example' })
+  @IsEmail({ require_tld: false }) @MaxLength(320)
+  email!: string;
+
+  @ApiProperty({ minLength: 12, maxLength: 200 })
+  @IsString() @MinLength(12) @MaxLength(200)
+  password!: string;
+}
+
+export class CreateOrganizationRequest {
+  @ApiProperty({ example: 'acme', pattern: SLUG_PATTERN.source })
+  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must be lowercase letters, digits and dashes (1-63)' })
+  slug!: string;
+
+  @ApiProperty({ example: 'Acme Corp' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  name!: string;
+
+  @ApiProperty({ enum: TIERS })
+  @IsIn(TIERS)
+  tier!: Tier;
+
+  @ApiProperty({ type: OrganizationAdminRequest })
+  @ValidateNested() @Type(() => OrganizationAdminRequest)
+  admin!: OrganizationAdminRequest;
+}
+
+export class OrganizationResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty() slug!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ enum: TIERS }) tier!: Tier;
+  @ApiProperty({ type: Number, nullable: true, description: 'Enterprise only: the configured requests per minute' })
+  rateLimitPerMinute!: number | null;
+  @ApiProperty({ format: 'date-time' }) createdAt!: string;
+
+  static from(o: Organization): OrganizationResponse {
+    return { id: o.id, slug: o.slug, name: o.name, tier: o.tier, rateLimitPerMinute: o.rateLimitPerMinute, createdAt: o.createdAt.toISOString() };
+  }
+}
+
+export class CreatedOrganizationResponse extends OrganizationResponse {
+  @ApiProperty({ format: 'uuid' }) adminUserId!: string;
+}
+
+export class OrganizationPageResponse {
+  @ApiProperty({ type: [OrganizationResponse] }) data!: OrganizationResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}

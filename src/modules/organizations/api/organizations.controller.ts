@@ -1,0 +1,46 @@
+import { Body, Controller, Get, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AnyRole, CurrentPrincipal, OperatorOnly } from '../../../shared/auth/access.decorators';
+import type { Principal } from '../../../shared/auth/principal';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { OrganizationsService } from '../application/organizations.service';
+import { CreatedOrganizationResponse, CreateOrganizationRequest, OrganizationPageResponse, OrganizationResponse } from './organization.dto';
+
+@ApiTags('organizations')
+@ApiBearerAuth()
+@Controller('api/organizations')
+export class OrganizationsController {
+  constructor(private readonly organizations: OrganizationsService) {}
+
+  @Get('current')
+  @AnyRole()
+  @ApiOperation({ summary: "The caller's organization" })
+  @ApiOkResponse({ type: OrganizationResponse })
+  @ApiErrors()
+  async current(@CurrentPrincipal() caller: Principal): Promise<OrganizationResponse> {
+    return OrganizationResponse.from(await this.organizations.current(caller));
+  }
+
+  @Get()
+  @OperatorOnly()
+  @ApiOperation({ summary: 'All organizations (instance operators)' })
+  @ApiOkResponse({ type: OrganizationPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN')
+  async list(@Query() query: PageQuery): Promise<OrganizationPageResponse> {
+    const page = await this.organizations.list(query);
+    return { data: page.data.map(OrganizationResponse.from), nextCursor: page.nextCursor };
+  }
+
+  @Post()
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Create an organization with its first admin (instance operators)' })
+  @ApiCreatedResponse({ type: CreatedOrganizationResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'ORGANIZATION_SLUG_TAKEN', 'EMAIL_TAKEN')
+  async create(@Body() body: CreateOrganizationRequest, @Res({ passthrough: true }) res: Response): Promise<CreatedOrganizationResponse> {
+    const { organization, admin } = await this.organizations.create(body);
+    res.location(`/api/organizations/${organization.id}`);
+    return { ...OrganizationResponse.from(organization), adminUserId: admin.id };
+  }
+}

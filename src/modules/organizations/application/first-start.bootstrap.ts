@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { ClsService } from 'nestjs-cls';
+import { AppConfig } from '../../../config/app-config';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { OrganizationsService } from './organizations.service';
+
+/**
+ * On an empty database: organization `default` and its admin (an instance operator). When no
+ * ADMIN_PASSWORD is given one is generated and printed once. Two instances starting together
+ * are safe: the second one's insert hits the unique slug and it leaves the first one's work.
+ */
+@Injectable()
+export class FirstStartBootstrap implements OnApplicationBootstrap {
+  private readonly logger = new Logger('FirstStart');
+
+  constructor(
+    private readonly organizations: OrganizationsService,
+    private readonly config: AppConfig,
+    private readonly cls: ClsService,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.cls.run(async () => {
+      if (await this.organizations.hasAny()) return;
+      const { adminEmail, adminPassword } = this.config.bootstrap;
+      const password = adminPassword ?? randomBytes(18).toString('base64url');
+      try {
+        await this.organizations.create({
+          slug: 'default',
+          name: 'Default',
+          tier: 'starter',
+          admin: { email: adminEmail, password, isOperator: true },
+        });
+      } catch (error) {
+        if (error instanceof DomainError && error.code === 'ORGANIZATION_SLUG_TAKEN') return;
+        throw error;
+      }
+      this.logger.log(`Created organization 'default' with admin ${adminEmail}`);
+      if (!adminPassword) {
+        // Printed once, on the first start only: the operator's only way to learn it.
+        this.logger.warn(`Generated password for ${adminEmail}: ${password} (set ADMIN_PASSWORD to choose one; change it after signing in)`);
+      }
+    });
+  }
+}

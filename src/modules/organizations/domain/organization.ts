@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+
+export const TIERS = ['starter', 'team', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+
+export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export interface OrganizationProps {
+  id: string;
+  slug: string;
+  name: string;
+  tier: Tier;
+  rateLimitPerMinute: number | null;
+  createdAt: Date;
+}
+
+/** The tenant. Every resource row belongs to exactly one organization. */
+export class Organization {
+  private constructor(private readonly props: OrganizationProps) {}
+
+  static create(input: { slug: string; name: string; tier: Tier }): Organization {
+    return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, createdAt: new Date() });
+  }
+
+  static rehydrate(props: OrganizationProps): Organization {
+    return new Organization({ ...props });
+  }
+
+  get id() { return this.props.id; }
+  get slug() { return this.props.slug; }
+  get name() { return this.props.name; }
+  get tier() { return this.props.tier; }
+  get rateLimitPerMinute() { return this.props.rateLimitPerMinute; }
+  get createdAt() { return this.props.createdAt; }
+
+  toProps(): OrganizationProps {
+    return { ...this.props };
+  }
+}

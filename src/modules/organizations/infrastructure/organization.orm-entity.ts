@@ -1,0 +1,13 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+@Entity('organizations')
+@Index('organizations_slug_key', ['slug'], { unique: true })
+@Index('organizations_created_idx', ['createdAt', 'id'])
+export class OrganizationRow {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('varchar', { length: 63 }) slug!: string;
+  @Column('varchar', { length: 200 }) name!: string;
+  @Column('varchar', { length: 16 }) tier!: 'starter' | 'team' | 'enterprise';
+  @Column('integer', { name: 'rate_limit_per_minute', nullable: true }) rateLimitPerMinute!: number | null;
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+}

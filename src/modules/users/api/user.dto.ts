@@ -1,0 +1,61 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsEmail, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { Role, ROLES } from '../../../shared/auth/principal';
+import { User } from '../domain/user';
+
+export class CreateUserRequest {
+  @ApiProperty({ example: 'ada@example.com' })
+  @IsEmail({ require_tld: false }) @MaxLength(320)
+  email!: string;
+
+  @ApiProperty({ minLength: 12, maxLength: 200, description: 'At least 12 characters' })
+  @IsString() @MinLength(12) @MaxLength(200)
+  password!: string;
+
+  @ApiProperty({ enum: ROLES })
+  @IsIn(ROLES)
+  role!: Role;
+}
+
+export class UpdateUserRequest {
+  @ApiPropertyOptional({ enum: ROLES })
+  @IsOptional() @IsIn(ROLES)
+  role?: Role;
+
+  @ApiPropertyOptional({ description: "A disabled user cannot sign in and the user's tokens stop working at once" })
+  @IsOptional() @IsBoolean()
+  disabled?: boolean;
+
+  @ApiPropertyOptional({ minLength: 12, maxLength: 200 })
+  @IsOptional() @IsString() @MinLength(12) @MaxLength(200)
+  password?: string;
+}
+
+export class UserResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) organizationId!: string;
+  @ApiProperty() email!: string;
+  @ApiProperty({ enum: ROLES }) role!: Role;
+  @ApiProperty() disabled!: boolean;
+  @ApiProperty({ description: 'Instance operator: may create and list organizations' }) isOperator!: boolean;
+  @ApiProperty({ format: 'date-time' }) createdAt!: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt!: string;
+
+  static from(user: User): UserResponse {
+    return {
+      id: user.id,
+      organizationId: user.organizationId,
+      email: user.email,
+      role: user.role,
+      disabled: user.disabled,
+      isOperator: user.isOperator,
+      createdAt: user.createdAt.toISOString(),
+      updatedAt: user.updatedAt.toISOString(),
+    };
+  }
+}
+
+export class UserPageResponse {
+  @ApiProperty({ type: [UserResponse] }) data!: UserResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}

@@ -1,0 +1,65 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import type { Principal } from '../../../shared/auth/principal';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { UuidParam } from '../../../shared/http/uuid-param.pipe';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { UsersService } from '../application/users.service';
+import { CreateUserRequest, UpdateUserRequest, UserPageResponse, UserResponse } from './user.dto';
+
+@ApiTags('users')
+@ApiBearerAuth()
+@Roles('admin')
+@Controller('api/users')
+export class UsersController {
+  constructor(private readonly users: UsersService) {}
+
+  @Get()
+  @ApiOkResponse({ type: UserPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN')
+  async list(@CurrentPrincipal() caller: Principal, @Query() query: PageQuery): Promise<UserPageResponse> {
+    const page = await this.users.list(caller, query);
+    return { data: page.data.map(UserResponse.from), nextCursor: page.nextCursor };
+  }
+
+  @Post()
+  @ApiCreatedResponse({ type: UserResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'EMAIL_TAKEN')
+  async create(
+    @CurrentPrincipal() caller: Principal,
+    @Body() body: CreateUserRequest,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<UserResponse> {
+    const user = await this.users.create(caller.organizationId, body);
+    res.location(`/api/users/${user.id}`);
+    return UserResponse.from(user);
+  }
+
+  @Get(':id')
+  @ApiOkResponse({ type: UserResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
+  async get(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<UserResponse> {
+    return UserResponse.from(await this.users.get(caller, id));
+  }
+
+  @Patch(':id')
+  @ApiOkResponse({ type: UserResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
+  async update(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Body() body: UpdateUserRequest,
+  ): Promise<UserResponse> {
+    return UserResponse.from(await this.users.update(caller, id, body));
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiNoContentResponse()
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
+  async delete(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<void> {
+    await this.users.delete(caller, id);
+  }
+}

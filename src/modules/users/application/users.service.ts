@@ -1,0 +1,76 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { Principal, Role } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { PasswordHasher } from '../domain/password-hasher';
+import { User } from '../domain/user';
+import { UserRepository } from '../domain/user.repository';
+
+export interface NewUser {
+  email: string;
+  password?: string;
+  role: Role;
+  isOperator?: boolean;
+}
+
+/** User management inside the caller's organization (admin use cases). */
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly users: UserRepository,
+    private readonly hasher: PasswordHasher,
+  ) {}
+
+  list(caller: Principal, page: PageRequest): Promise<Page<User>> {
+    return this.users.list(caller.organizationId, page);
+  }
+
+  async get(caller: Principal, id: string): Promise<User> {
+    return this.require(caller.organizationId, id);
+  }
+
+  /** Also used by organization creation and the first-start bootstrap. */
+  async create(organizationId: string, input: NewUser): Promise<User> {
+    const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
+    const user = User.create({ organizationId, email: input.email, passwordHash, role: input.role, isOperator: input.isOperator });
+    await this.users.insert(user);
+    return user;
+  }
+
+  @Transactional()
+  async update(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
+    const user = await this.require(caller.organizationId, id);
+    if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
+      throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
+    }
+    const passwordHash = patch.password ? await this.hasher.hash(patch.password) : undefined;
+    user.change({ role: patch.role, disabled: patch.disabled, passwordHash });
+    await this.users.update(user);
+    return user;
+  }
+
+  async changeOwnPassword(caller: Principal, currentPassword: string, newPassword: string): Promise<void> {
+    const user = await this.require(caller.organizationId, caller.userId);
+    if (!user.passwordHash || !(await this.hasher.verify(user.passwordHash, currentPassword))) {
+      throw new DomainError('INVALID_CREDENTIALS', 'The current password is wrong');
+    }
+    user.change({ passwordHash: await this.hasher.hash(newPassword) });
+    await this.users.update(user);
+  }
+
+  async delete(caller: Principal, id: string): Promise<void> {
+    if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
+    if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
+  }
+
+  private async require(organizationId: string, id: string): Promise<User> {
+    const user = await this.users.findById(organizationId, id);
+    if (!user) throw notFound(id);
+    return user;
+  }
+}
+
+function notFound(id: string): DomainError {
+  return new DomainError('USER_NOT_FOUND', `User '${id}' was not found`);
+}

@@ -1,0 +1,24 @@
+import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { Principal, Role, ROLES } from './principal';
+
+export const PUBLIC_KEY = 'access:public';
+export const ROLES_KEY = 'access:roles';
+export const OPERATOR_KEY = 'access:operator';
+
+/** No token needed (login, refresh, SAML endpoints, ops). */
+export const Public = () => SetMetadata(PUBLIC_KEY, true);
+
+/** Only these organization roles may call the route. */
+export const Roles = (...roles: Role[]) => SetMetadata(ROLES_KEY, roles);
+
+/** Any authenticated user of the organization (reads). */
+export const AnyRole = () => Roles(...ROLES);
+
+/** Instance operators only (a user flag, independent of the organization role). */
+export const OperatorOnly = () => SetMetadata(OPERATOR_KEY, true);
+
+export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
+  const request = ctx.switchToHttp().getRequest<{ principal?: Principal }>();
+  if (!request.principal) throw new Error('CurrentPrincipal used on a route without authentication');
+  return request.principal;
+});

@@ -1,0 +1,52 @@
+/**
+ * The one catalog of error codes. Each code is bound to its HTTP status here and nowhere
+ * else, so a code cannot exist without a status (the `satisfies` clause makes the compiler
+ * check that every entry is a valid status).
+ */
+export const ERROR_CATALOG = {
+  VALIDATION_FAILED: { status: 400, when: 'body, query or path fails validation; malformed JSON' },
+  WORKFLOW_INVALID: { status: 400, when: 'a workflow definition fails graph checks' },
+  LICENSE_INVALID: { status: 400, when: 'a license key that fails verification' },
+  UNAUTHORIZED: { status: 401, when: 'no token, bad token, bad signature, wrong issuer or audience' },
+  TOKEN_EXPIRED: { status: 401, when: 'the access token has expired' },
+  INVALID_CREDENTIALS: { status: 401, when: 'login failed, or a refresh token that is unknown, expired or revoked' },
+  SAML_INVALID: { status: 401, when: 'a SAML response that fails validation' },
+  FORBIDDEN: { status: 403, when: 'the role may not do this' },
+  FEATURE_NOT_AVAILABLE: { status: 403, when: 'the tier does not include the feature' },
+  LICENSE_REQUIRED: { status: 403, when: "a tier above what the installation's license allows" },
+  SEAT_LIMIT_REACHED: { status: 403, when: "a user beyond the license's seats" },
+  NOT_FOUND: { status: 404, when: 'no such route (or no such method on a route)' },
+  ORGANIZATION_NOT_FOUND: { status: 404, when: 'no such organization' },
+  USER_NOT_FOUND: { status: 404, when: 'no such user in the caller organization' },
+  PLUGIN_NOT_FOUND: { status: 404, when: 'the plugin named in the request is not installed' },
+  PLUGIN_NOT_IN_CATALOG: { status: 404, when: 'install of a slug the catalog does not have' },
+  AGENT_NOT_FOUND: { status: 404, when: 'no such agent in the caller organization' },
+  WORKFLOW_NOT_FOUND: { status: 404, when: 'no such workflow in the caller organization' },
+  EXECUTION_NOT_FOUND: { status: 404, when: 'no such execution of the agent' },
+  RUN_NOT_FOUND: { status: 404, when: 'no such run of the workflow' },
+  WEBHOOK_NOT_FOUND: { status: 404, when: 'no such webhook in the caller organization' },
+  EMAIL_TAKEN: { status: 409, when: 'a user with this email already exists' },
+  ORGANIZATION_SLUG_TAKEN: { status: 409, when: 'an organization with this slug already exists' },
+  PLUGIN_ALREADY_INSTALLED: { status: 409, when: 'install of an installed plugin with a different config' },
+  PLUGIN_IN_USE: { status: 409, when: 'uninstall while agents or workflows use it' },
+  AGENT_IN_USE: { status: 409, when: 'delete of an agent a workflow uses' },
+  NOT_CANCELABLE: { status: 409, when: 'cancel of a finished run or execution' },
+  IDEMPOTENCY_KEY_REUSED: { status: 409, when: 'same Idempotency-Key, different request' },
+  PAYLOAD_TOO_LARGE: { status: 413, when: 'body over the limit (1 MiB)' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, when: 'a body that is not JSON' },
+  RATE_LIMIT_EXCEEDED: { status: 429, when: 'over the rate limit; Retry-After is set' },
+  INTERNAL_ERROR: { status: 500, when: 'anything unforeseen (logged with the request id)' },
+  SERVICE_UNAVAILABLE: { status: 503, when: 'database unreachable; Retry-After is set' },
+} as const satisfies Record<string, { status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503; when: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CATALOG[code].status;
+}
+
+/** The catalog as a Markdown table, for the README and the OpenAPI description. */
+export function errorCatalogMarkdown(): string {
+  const rows = Object.entries(ERROR_CATALOG).map(([code, { status, when }]) => `| \`${code}\` | ${status} | ${when} |`);
+  return ['| code | status | when |', '|---|---|---|', ...rows].join('\n');
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { json } from 'express';
+import { DomainError } from '../errors/domain-error';
+
+/** Deeper bodies are refused before validation walks them recursively. */
+export const MAX_JSON_DEPTH = 32;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echoes a sane client `X-Request-Id`, or makes one; every log line and response carries it. */
+export function requestId(): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    (req as Request & { id: string }).id = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  };
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function isJson(req: Request): boolean {
+  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+}
+
+/**
+ * JSON only: a body of another type is 415, over `limitBytes` 413, malformed 400 (the
+ * parser's errors are mapped by the exception filter), nested deeper than MAX_JSON_DEPTH 400.
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  const parse = json({ limit: limitBytes, type: () => true, strict: false });
+  return [
+    (req, _res, next) => {
+      if (hasBody(req) && !isJson(req)) {
+        return next(new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be JSON (Content-Type: application/json)'));
+      }
+      next();
+    },
+    (req, res, next) => (hasBody(req) ? parse(req, res, next) : next()),
+    (req, _res, next) => {
+      if (req.body !== undefined && depthExceeds(req.body, MAX_JSON_DEPTH)) {
+        return next(new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [{ path: '', message: `nesting deeper than ${MAX_JSON_DEPTH}` }]));
+      }
+      next();
+    },
+  ];
+}
+
+/** Iterative, so a hostile body cannot overflow the stack here either. */
+export function depthExceeds(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

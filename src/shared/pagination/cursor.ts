@@ -1,0 +1,39 @@
+import { DomainError } from '../errors/domain-error';
+
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+export interface PageRequest {
+  limit: number;
+  cursor?: string;
+}
+
+/** Position of the last row of a page in (createdAt desc, id desc) order. */
+export interface KeysetPosition {
+  createdAt: Date;
+  id: string;
+}
+
+export function encodeCursor(position: KeysetPosition): string {
+  return Buffer.from(JSON.stringify([position.createdAt.toISOString(), position.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): KeysetPosition {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const date = new Date(createdAt);
+    if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id) || Number.isNaN(date.getTime())) throw new Error('bad cursor');
+    return { createdAt: date, id };
+  } catch {
+    throw new DomainError('VALIDATION_FAILED', 'The cursor is not valid', [{ path: 'cursor', message: 'cursor must be a value returned as nextCursor' }]);
+  }
+}
+
+/** Builds a page from `limit + 1` rows fetched in keyset order. */
+export function toPage<T extends KeysetPosition, R>(rows: T[], limit: number, map: (row: T) => R): Page<R> {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  return { data: items.map(map), nextCursor: more ? encodeCursor(items[items.length - 1]) : null };
+}

@@ -1,0 +1,13 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+
+export class PageQuery {
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  limit: number = 20;
+
+  @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
+  @IsOptional() @IsString() @MaxLength(200)
+  cursor?: string;
+}

@@ -1,5 +1,5 @@
 /** Unit specs live beside the code; e2e specs in test/ run against a real database. */
-const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }];
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
 module.exports = {
   projects: [
     {

@@ -30,7 +30,8 @@ export class Metrics {
       const end = process.hrtime.bigint();
       res.on('finish', () => {
         const routePath = (req.route as { path?: string } | undefined)?.path;
-        const route = routePath ? `${req.baseUrl}${routePath}` : 'unmatched';
+        // Nest answers unknown routes through a catch-all `{/*splat}` route.
+        const route = routePath && !routePath.includes('*') ? `${req.baseUrl}${routePath}` : 'unmatched';
         const labels = { method: req.method, route, status: String(res.statusCode) };
         this.requests.inc(labels);
         this.latency.observe(labels, Number(process.hrtime.bigint() - end) / 1e9);

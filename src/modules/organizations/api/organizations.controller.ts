@@ -1,9 +1,10 @@
-import { Body, Controller, Get, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AnyRole, CurrentPrincipal, OperatorOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { OrganizationsService } from '../application/organizations.service';
 import { CreatedOrganizationResponse, CreateOrganizationRequest, OrganizationPageResponse, OrganizationResponse } from './organization.dto';
@@ -31,6 +32,15 @@ export class OrganizationsController {
   async list(@Query() query: PageQuery): Promise<OrganizationPageResponse> {
     const page = await this.organizations.list(query);
     return { data: page.data.map(OrganizationResponse.from), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id')
+  @OperatorOnly()
+  @ApiOperation({ summary: 'One organization (instance operators)' })
+  @ApiOkResponse({ type: OrganizationResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'ORGANIZATION_NOT_FOUND')
+  async get(@Param('id', UuidParam) id: string): Promise<OrganizationResponse> {
+    return OrganizationResponse.from(await this.organizations.require(id));
   }
 
   @Post()

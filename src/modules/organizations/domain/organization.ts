@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DomainError } from '../../../shared/errors/domain-error';
 
 export const TIERS = ['starter', 'team', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -19,6 +20,12 @@ export class Organization {
   private constructor(private readonly props: OrganizationProps) {}
 
   static create(input: { slug: string; name: string; tier: Tier }): Organization {
+    if (!SLUG_PATTERN.test(input.slug)) {
+      throw new DomainError('VALIDATION_FAILED', `Invalid organization slug '${input.slug}'`, [{ path: 'slug', message: 'slug must be lowercase letters, digits and dashes (1-63)' }]);
+    }
+    if (!TIERS.includes(input.tier)) {
+      throw new DomainError('VALIDATION_FAILED', `Unknown tier '${input.tier}'`, [{ path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` }]);
+    }
     return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, createdAt: new Date() });
   }
 

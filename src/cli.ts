@@ -1,0 +1,62 @@
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { NestFactory } from '@nestjs/core';
+import { ClsService } from 'nestjs-cls';
+import { AppModule } from './app.module';
+import { OrganizationsService } from './modules/organizations/application/organizations.service';
+import { Tier, TIERS } from './modules/organizations/domain/organization';
+import { DomainError } from './shared/errors/domain-error';
+
+const USAGE = `Usage:
+  npm run cli -- org:create --slug <slug> --name <name> --tier <starter|team|enterprise> \\
+                            --admin-email <email> --admin-password <password>`;
+
+/** Operator commands for docker-compose admins, run against the configured database. */
+async function main(): Promise<number> {
+  const [command, ...rest] = process.argv.slice(2);
+  if (command !== 'org:create') {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      slug: { type: 'string' },
+      name: { type: 'string' },
+      tier: { type: 'string', default: 'starter' },
+      'admin-email': { type: 'string' },
+      'admin-password': { type: 'string' },
+    },
+  });
+  const missing = ['slug', 'name', 'admin-email', 'admin-password'].filter((k) => !values[k as keyof typeof values]);
+  if (missing.length || !TIERS.includes(values.tier as Tier)) {
+    process.stderr.write(`${missing.length ? `Missing: ${missing.map((m) => `--${m}`).join(', ')}\n` : `Unknown tier '${values.tier}'\n`}${USAGE}\n`);
+    return 2;
+  }
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
+  try {
+    const { organization, admin } = await app.get(ClsService).run(() =>
+      app.get(OrganizationsService).create({
+        slug: values.slug!,
+        name: values.name!,
+        tier: values.tier as Tier,
+        admin: { email: values['admin-email']!, password: values['admin-password']! },
+      }),
+    );
+    process.stdout.write(`${JSON.stringify({ id: organization.id, slug: organization.slug, tier: organization.tier, adminUserId: admin.id })}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof DomainError) {
+      process.stderr.write(`${error.code}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await app.close();
+  }
+}
+
+main().then((code) => process.exit(code), (error: unknown) => {
+  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

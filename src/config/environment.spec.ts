@@ -1,0 +1,37 @@
+import { ConfigError, parseEnvironment } from './environment';
+
+const SECRET = 'x'.repeat(32);
+
+describe('parseEnvironment', () => {
+  it('applies the defaults to an empty environment', () => {
+    const env = parseEnvironment({});
+    expect(env).toMatchObject({ PORT: 3000, APP_ROLE: 'all', DATA_DIR: './.data', NODE_ENV: 'development', DB_POOL_SIZE: 10 });
+    expect(env.DATABASE_URL).toBeUndefined();
+  });
+
+  it('names the variable that is wrong', () => {
+    expect(() => parseEnvironment({ PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => parseEnvironment({ APP_ROLE: 'boss' })).toThrow(/APP_ROLE/);
+    expect(() => parseEnvironment({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+    expect(() => parseEnvironment({ PORT: '70000' })).toThrow(ConfigError);
+  });
+
+  it('lists every problem at once', () => {
+    expect(() => parseEnvironment({ PORT: 'x', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+  });
+
+  it('refuses production without DATABASE_URL', () => {
+    expect(() => parseEnvironment({ NODE_ENV: 'production', JWT_SECRET: SECRET })).toThrow(/DATABASE_URL is required/);
+  });
+
+  it('refuses production without a JWT_SECRET, or with one under 32 bytes', () => {
+    const base = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' };
+    expect(() => parseEnvironment(base)).toThrow(/JWT_SECRET/);
+    expect(() => parseEnvironment({ ...base, JWT_SECRET: 'short' })).toThrow(/JWT_SECRET must be at least 32 bytes/);
+    expect(parseEnvironment({ ...base, JWT_SECRET: SECRET }).NODE_ENV).toBe('production');
+  });
+
+  it('reads booleans and numbers', () => {
+    expect(parseEnvironment({ TRUST_PROXY: 'true', PORT: '8080' })).toMatchObject({ TRUST_PROXY: true, PORT: 8080 });
+  });
+});

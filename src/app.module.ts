@@ -28,7 +28,14 @@ import { validationPipe } from './shared/http/validation';
           genReqId: (req) => (req as { id?: string }).id ?? 'unknown',
           customProps: (req) => ({ requestId: (req as { id?: string }).id }),
           redact: {
-            paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.refreshToken', '*.accessToken'],
+            paths: [
+              'req.headers.authorization',
+              'req.headers.cookie',
+              'res.headers["set-cookie"]',
+              '*.password',
+              '*.refreshToken',
+              '*.accessToken',
+            ],
             censor: '[redacted]',
           },
           serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }) },
@@ -39,7 +46,12 @@ import { validationPipe } from './shared/http/validation';
     ClsModule.forRoot({
       global: true,
       middleware: { mount: true },
-      plugins: [new ClsPluginTransactional({ imports: [DatabaseModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }) })],
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [DatabaseModule],
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }),
+        }),
+      ],
     }),
     ThrottlingModule,
     UsersModule,

@@ -30,7 +30,9 @@ async function main(): Promise<number> {
   });
   const missing = ['slug', 'name', 'admin-email', 'admin-password'].filter((k) => !values[k as keyof typeof values]);
   if (missing.length || !TIERS.includes(values.tier as Tier)) {
-    process.stderr.write(`${missing.length ? `Missing: ${missing.map((m) => `--${m}`).join(', ')}\n` : `Unknown tier '${values.tier}'\n`}${USAGE}\n`);
+    process.stderr.write(
+      `${missing.length ? `Missing: ${missing.map((m) => `--${m}`).join(', ')}\n` : `Unknown tier '${values.tier}'\n`}${USAGE}\n`,
+    );
     return 2;
   }
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
@@ -43,7 +45,9 @@ async function main(): Promise<number> {
         admin: { email: values['admin-email']!, password: values['admin-password']! },
       }),
     );
-    process.stdout.write(`${JSON.stringify({ id: organization.id, slug: organization.slug, tier: organization.tier, adminUserId: admin.id })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ id: organization.id, slug: organization.slug, tier: organization.tier, adminUserId: admin.id })}\n`,
+    );
     return 0;
   } catch (error) {
     if (error instanceof DomainError) {
@@ -56,7 +60,10 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -18,6 +18,11 @@ async function bootstrap(): Promise<void> {
   }
   const app = configureApp(await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true }));
   const config = app.get(AppConfig);
+  // Nest's shutdown hooks stop accepting connections, let in-flight requests finish and close
+  // the pool; this watchdog ends the process if that takes longer than the grace period.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => setTimeout(() => process.exit(1), config.http.shutdownGraceMs).unref());
+  }
   await app.listen(config.http.port, config.http.host);
 }
 

@@ -15,7 +15,12 @@ describe('authentication', () => {
   it('logs in with email and password and the token works', async () => {
     const res = await login(org.member.email.toUpperCase(), PASSWORD);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ accessToken: expect.any(String), tokenType: 'Bearer', expiresIn: 900, refreshToken: expect.stringMatching(/^rt_/) });
+    expect(res.body).toEqual({
+      accessToken: expect.any(String),
+      tokenType: 'Bearer',
+      expiresIn: 900,
+      refreshToken: expect.stringMatching(/^rt_/),
+    });
     const me = await t.http().get('/api/auth/me').set(bearer(res.body));
     expect(me.status).toBe(200);
     expect(me.body.user).toMatchObject({ id: org.member.id, email: org.member.email, role: 'member' });
@@ -88,7 +93,11 @@ describe('authentication', () => {
 
   it('lets a user change their own password but not their role', async () => {
     const user = await t.addUser(org.id, 'viewer');
-    const sneaky = await t.http().patch('/api/auth/me/password').set(bearer(user)).send({ currentPassword: PASSWORD, newPassword: 'another long password', role: 'admin' });
+    const sneaky = await t
+      .http()
+      .patch('/api/auth/me/password')
+      .set(bearer(user))
+      .send({ currentPassword: PASSWORD, newPassword: 'another long password', role: 'admin' });
     expect(sneaky.status).toBe(400);
     expect(sneaky.body.error.code).toBe('VALIDATION_FAILED');
     expect(sneaky.body.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ path: 'role' })]));
@@ -96,9 +105,17 @@ describe('authentication', () => {
     const me = await t.http().get('/api/auth/me').set(bearer(user));
     expect(me.body.user.role).toBe('viewer');
 
-    const wrong = await t.http().patch('/api/auth/me/password').set(bearer(user)).send({ currentPassword: 'nope', newPassword: 'another long password' });
+    const wrong = await t
+      .http()
+      .patch('/api/auth/me/password')
+      .set(bearer(user))
+      .send({ currentPassword: 'nope', newPassword: 'another long password' });
     expect(wrong.status).toBe(401);
-    const ok = await t.http().patch('/api/auth/me/password').set(bearer(user)).send({ currentPassword: PASSWORD, newPassword: 'another long password' });
+    const ok = await t
+      .http()
+      .patch('/api/auth/me/password')
+      .set(bearer(user))
+      .send({ currentPassword: PASSWORD, newPassword: 'another long password' });
     expect(ok.status).toBe(204);
     expect((await login(user.email, 'another long password')).status).toBe(200);
     expect((await login(user.email, PASSWORD)).status).toBe(401);
@@ -111,7 +128,14 @@ describe('login limit per client IP', () => {
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) {
-        statuses.push((await strict.http().post('/api/auth/login').send({ email: `x${i}@test.example`, password: 'whatever' })).status);
+        statuses.push(
+          (
+            await strict
+              .http()
+              .post('/api/auth/login')
+              .send({ email: `x${i}@test.example`, password: 'whatever' })
+          ).status,
+        );
       }
       expect(statuses).toEqual([401, 401, 401, 429]);
     } finally {

@@ -21,7 +21,19 @@ describe('cli org:create', () => {
   const email = `boss@${slug}.example`;
 
   it('creates an organization whose admin can sign in', async () => {
-    const res = await cli('org:create', '--slug', slug, '--name', 'From the CLI', '--tier', 'team', '--admin-email', email, '--admin-password', 'a long cli password');
+    const res = await cli(
+      'org:create',
+      '--slug',
+      slug,
+      '--name',
+      'From the CLI',
+      '--tier',
+      'team',
+      '--admin-email',
+      email,
+      '--admin-password',
+      'a long cli password',
+    );
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ slug, tier: 'team', id: expect.any(String), adminUserId: expect.any(String) });
@@ -35,7 +47,17 @@ describe('cli org:create', () => {
   }, 60000);
 
   it('reports a taken slug and bad arguments with a non-zero exit', async () => {
-    const taken = await cli('org:create', '--slug', slug, '--name', 'Again', '--admin-email', `x@${slug}.example`, '--admin-password', 'a long cli password');
+    const taken = await cli(
+      'org:create',
+      '--slug',
+      slug,
+      '--name',
+      'Again',
+      '--admin-email',
+      `x@${slug}.example`,
+      '--admin-password',
+      'a long cli password',
+    );
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain('ORGANIZATION_SLUG_TAKEN');
     const missing = await cli('org:create', '--slug', 'x');

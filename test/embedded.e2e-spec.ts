@@ -6,7 +6,13 @@ import { createTestApp } from './support/test-app';
 describe('embedded mode', () => {
   it('starts with no DATABASE_URL on PGlite in DATA_DIR and answers login', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'platform-embedded-'));
-    const env = { DATABASE_URL: undefined, JWT_SECRET: undefined, DATA_DIR: dataDir, ADMIN_EMAIL: 'root@embedded.test', ADMIN_PASSWORD: 'embedded admin password' };
+    const env = {
+      DATABASE_URL: undefined,
+      JWT_SECRET: undefined,
+      DATA_DIR: dataDir,
+      ADMIN_EMAIL: 'root@embedded.test',
+      ADMIN_PASSWORD: 'embedded admin password',
+    };
     const t = await createTestApp({ env });
     try {
       const login = await t.http().post('/api/auth/login').send({ email: 'root@embedded.test', password: 'embedded admin password' });

@@ -14,14 +14,26 @@ describe('organizations', () => {
 
   const slug = () => `acme-${Math.random().toString(36).slice(2, 10)}`;
 
-  it("shows every user their own organization", async () => {
+  it('shows every user their own organization', async () => {
     const res = await t.http().get('/api/organizations/current').set(bearer(org.viewer));
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ id: org.id, slug: org.slug, name: org.slug, tier: 'starter', rateLimitPerMinute: null, createdAt: expect.any(String) });
+    expect(res.body).toEqual({
+      id: org.id,
+      slug: org.slug,
+      name: org.slug,
+      tier: 'starter',
+      rateLimitPerMinute: null,
+      createdAt: expect.any(String),
+    });
   });
 
   it('lets an operator create an organization whose admin can sign in', async () => {
-    const body = { slug: slug(), name: 'Acme Corp', tier: 'team', admin: { email: `boss-${slug()}@acme.example`, password: 'a long enough password' } };
+    const body = {
+      slug: slug(),
+      name: 'Acme Corp',
+      tier: 'team',
+      admin: { email: `boss-${slug()}@acme.example`, password: 'a long enough password' },
+    };
     const res = await t.http().post('/api/organizations').set(bearer(operator)).send(body);
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`/api/organizations/${res.body.id}`);
@@ -36,9 +48,18 @@ describe('organizations', () => {
   });
 
   it('refuses a taken slug and creates nothing when the admin email is taken', async () => {
-    const first = { slug: slug(), name: 'One', tier: 'starter', admin: { email: `x-${slug()}@acme.example`, password: 'a long enough password' } };
+    const first = {
+      slug: slug(),
+      name: 'One',
+      tier: 'starter',
+      admin: { email: `x-${slug()}@acme.example`, password: 'a long enough password' },
+    };
     await t.http().post('/api/organizations').set(bearer(operator)).send(first).expect(201);
-    const sameSlug = await t.http().post('/api/organizations').set(bearer(operator)).send({ ...first, admin: { ...first.admin, email: `y-${slug()}@acme.example` } });
+    const sameSlug = await t
+      .http()
+      .post('/api/organizations')
+      .set(bearer(operator))
+      .send({ ...first, admin: { ...first.admin, email: `y-${slug()}@acme.example` } });
     expect(sameSlug.status).toBe(409);
     expect(sameSlug.body.error.code).toBe('ORGANIZATION_SLUG_TAKEN');
     const second = { ...first, slug: slug() };
@@ -50,7 +71,11 @@ describe('organizations', () => {
   });
 
   it('validates the body with details', async () => {
-    const res = await t.http().post('/api/organizations').set(bearer(operator)).send({ slug: 'Bad Slug', tier: 'gold', admin: { email: 'nope' } });
+    const res = await t
+      .http()
+      .post('/api/organizations')
+      .set(bearer(operator))
+      .send({ slug: 'Bad Slug', tier: 'gold', admin: { email: 'nope' } });
     expect(res.status).toBe(400);
     const paths = res.body.error.details.map((d: { path: string }) => d.path);
     expect(paths).toEqual(expect.arrayContaining(['slug', 'name', 'tier', 'admin.email', 'admin.password']));
@@ -61,7 +86,11 @@ describe('organizations', () => {
       const list = await t.http().get('/api/organizations').set(bearer(caller));
       expect(list.status).toBe(403);
       expect(list.body.error.code).toBe('FORBIDDEN');
-      const create = await t.http().post('/api/organizations').set(bearer(caller)).send({ slug: slug(), name: 'x', tier: 'starter', admin: { email: `z-${slug()}@a.example`, password: 'a long enough password' } });
+      const create = await t
+        .http()
+        .post('/api/organizations')
+        .set(bearer(caller))
+        .send({ slug: slug(), name: 'x', tier: 'starter', admin: { email: `z-${slug()}@a.example`, password: 'a long enough password' } });
       expect(create.status).toBe(403);
     }
     const list = await t.http().get('/api/organizations').set(bearer(operator));

@@ -4,43 +4,54 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { OPERATOR_KEY, PUBLIC_KEY, ROLES_KEY } from '../src/shared/auth/access.decorators';
 import { createTestApp, TestApp } from './support/test-app';
 
+interface Route {
+  name: string;
+  route: string;
+  declares: (key: string) => boolean;
+}
+
 /** Every route must say who may call it: @Public(), @Roles(...) or @OperatorOnly(). */
 describe('route access declarations', () => {
   let t: TestApp;
   beforeAll(async () => (t = await createTestApp()));
   afterAll(() => t.close());
 
-  it('finds no route without an explicit access rule', () => {
-    const routes: string[] = [];
-    const undeclared: string[] = [];
-    const declares = (target: object, key: string) => Reflect.getMetadata(key, target) !== undefined;
+  function routes(): Route[] {
+    const found: Route[] = [];
     for (const wrapper of t.app.get(DiscoveryService).getControllers()) {
-      const controller = wrapper.metatype as { prototype: Record<string, object> } | undefined;
+      const controller = wrapper.metatype as { name: string; prototype: Record<string, object> } | undefined;
       if (!controller) continue;
-      for (const name of t.app.get(MetadataScanner).getAllMethodNames(controller.prototype)) {
-        const handler = controller.prototype[name];
+      for (const method of t.app.get(MetadataScanner).getAllMethodNames(controller.prototype)) {
+        const handler = controller.prototype[method];
         if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
-        const route = `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler)]} ${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`;
-        routes.push(route);
-        const declared = [PUBLIC_KEY, ROLES_KEY, OPERATOR_KEY].some((key) => declares(handler, key) || declares(controller, key));
-        if (!declared) undeclared.push(route);
+        const verb = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
+        found.push({
+          name: `${controller.name}.${method}`,
+          route: `${verb} ${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`,
+          declares: (key) => Reflect.getMetadata(key, handler) !== undefined || Reflect.getMetadata(key, controller) !== undefined,
+        });
       }
     }
-    expect(routes.length).toBeGreaterThanOrEqual(15);
+    return found;
+  }
+
+  it('finds no route without an explicit access rule', () => {
+    const all = routes();
+    expect(all.length).toBeGreaterThanOrEqual(15);
+    const undeclared = all.filter((r) => ![PUBLIC_KEY, ROLES_KEY, OPERATOR_KEY].some((key) => r.declares(key))).map((r) => r.route);
     expect(undeclared).toEqual([]);
   });
 
   it('keeps public only what must be public', () => {
-    const publicRoutes: string[] = [];
-    for (const wrapper of t.app.get(DiscoveryService).getControllers()) {
-      const controller = wrapper.metatype as { name: string; prototype: Record<string, object> } | undefined;
-      if (!controller) continue;
-      for (const name of t.app.get(MetadataScanner).getAllMethodNames(controller.prototype)) {
-        const handler = controller.prototype[name];
-        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
-        if (Reflect.getMetadata(PUBLIC_KEY, handler) || Reflect.getMetadata(PUBLIC_KEY, controller)) publicRoutes.push(`${controller.name}.${name}`);
-      }
-    }
-    expect(publicRoutes.sort()).toEqual(['AuthController.login', 'AuthController.refresh', 'OperationsController.live', 'OperationsController.ready', 'OperationsController.scrape']);
+    const publicRoutes = routes()
+      .filter((r) => r.declares(PUBLIC_KEY))
+      .map((r) => r.name);
+    expect(publicRoutes.sort()).toEqual([
+      'AuthController.login',
+      'AuthController.refresh',
+      'OperationsController.live',
+      'OperationsController.ready',
+      'OperationsController.scrape',
+    ]);
   });
 });

@@ -11,7 +11,11 @@ describe('users', () => {
   });
   afterAll(() => t.close());
 
-  const newUser = (role = 'member') => ({ email: `u-${Math.random().toString(36).slice(2, 10)}@test.example`, password: 'a long enough password', role });
+  const newUser = (role = 'member') => ({
+    email: `u-${Math.random().toString(36).slice(2, 10)}@test.example`,
+    password: 'a long enough password',
+    role,
+  });
 
   it('lets an admin create, read, update and delete a user', async () => {
     const body = newUser();
@@ -42,7 +46,11 @@ describe('users', () => {
   it('refuses a second user with the same email, whatever its case', async () => {
     const body = newUser();
     await t.http().post('/api/users').set(bearer(org.admin)).send(body).expect(201);
-    const again = await t.http().post('/api/users').set(bearer(other.admin)).send({ ...body, email: body.email.toUpperCase() });
+    const again = await t
+      .http()
+      .post('/api/users')
+      .set(bearer(other.admin))
+      .send({ ...body, email: body.email.toUpperCase() });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('EMAIL_TAKEN');
   });
@@ -114,7 +122,11 @@ describe('users', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await t.http().get('/api/users').query({ limit: 5, ...(cursor ? { cursor } : {}) }).set(bearer(fresh.admin));
+      const res = await t
+        .http()
+        .get('/api/users')
+        .query({ limit: 5, ...(cursor ? { cursor } : {}) })
+        .set(bearer(fresh.admin));
       expect(res.status).toBe(200);
       seen.push(...res.body.data.map((u: { id: string }) => u.id));
       cursor = res.body.nextCursor;

@@ -22,7 +22,13 @@ export class AppConfig {
 
   constructor(env: Environment) {
     this.production = env.NODE_ENV === 'production';
-    this.http = { port: env.PORT, host: env.HOST, trustProxy: env.TRUST_PROXY, bodyLimitBytes: 1024 * 1024, shutdownGraceMs: env.SHUTDOWN_GRACE_MS };
+    this.http = {
+      port: env.PORT,
+      host: env.HOST,
+      trustProxy: env.TRUST_PROXY,
+      bodyLimitBytes: 1024 * 1024,
+      shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+    };
     this.role = env.APP_ROLE as AppRole;
     const dataDir = resolve(env.DATA_DIR);
     this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
@@ -35,7 +41,11 @@ export class AppConfig {
       refreshTtlSeconds: env.REFRESH_TOKEN_TTL_SECONDS,
     };
     this.bootstrap = { adminEmail: env.ADMIN_EMAIL.toLowerCase(), adminPassword: env.ADMIN_PASSWORD };
-    this.loginLimits = { perIp: env.LOGIN_LIMIT_PER_IP, perEmail: env.LOGIN_LIMIT_PER_EMAIL, windowSeconds: env.LOGIN_LIMIT_WINDOW_SECONDS };
+    this.loginLimits = {
+      perIp: env.LOGIN_LIMIT_PER_IP,
+      perEmail: env.LOGIN_LIMIT_PER_EMAIL,
+      windowSeconds: env.LOGIN_LIMIT_WINDOW_SECONDS,
+    };
     this.logLevel = env.LOG_LEVEL;
   }
 

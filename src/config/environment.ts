@@ -9,7 +9,9 @@ export class Environment {
   @IsIn(['development', 'production', 'test'])
   NODE_ENV = 'development';
 
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 3000;
 
   @IsString()
@@ -18,19 +20,25 @@ export class Environment {
   @IsIn(['api', 'worker', 'all'])
   APP_ROLE = 'all';
 
-  @IsOptional() @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
   DATABASE_URL?: string;
 
   @IsString()
   DATA_DIR = './.data';
 
-  @IsInt() @Min(1) @Max(200)
+  @IsInt()
+  @Min(1)
+  @Max(200)
   DB_POOL_SIZE = 10;
 
-  @IsOptional() @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
+  @IsOptional()
+  @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
   REDIS_URL?: string;
 
-  @IsOptional() @IsString() @MinLength(32, { message: 'JWT_SECRET must be at least 32 bytes' })
+  @IsOptional()
+  @IsString()
+  @MinLength(32, { message: 'JWT_SECRET must be at least 32 bytes' })
   JWT_SECRET?: string;
 
   @IsString()
@@ -39,25 +47,33 @@ export class Environment {
   @IsString()
   JWT_AUDIENCE = 'platform-api';
 
-  @IsInt() @Min(60) @Max(86400)
+  @IsInt()
+  @Min(60)
+  @Max(86400)
   JWT_ACCESS_TTL_SECONDS = 900;
 
-  @IsInt() @Min(300)
+  @IsInt()
+  @Min(300)
   REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 
   @IsEmail({ require_tld: false })
   ADMIN_EMAIL = 'admin@platform.local';
 
-  @IsOptional() @IsString() @MinLength(12, { message: 'ADMIN_PASSWORD must be at least 12 characters' })
+  @IsOptional()
+  @IsString()
+  @MinLength(12, { message: 'ADMIN_PASSWORD must be at least 12 characters' })
   ADMIN_PASSWORD?: string;
 
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   LOGIN_LIMIT_PER_IP = 30;
 
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   LOGIN_LIMIT_PER_EMAIL = 10;
 
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   LOGIN_LIMIT_WINDOW_SECONDS = 60;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -66,11 +82,21 @@ export class Environment {
   @Transform(({ value }) => value === true || value === 'true' || value === '1')
   TRUST_PROXY = false;
 
-  @IsInt() @Min(0)
+  @IsInt()
+  @Min(0)
   SHUTDOWN_GRACE_MS = 10000;
 }
 
-const NUMERIC = new Set(['PORT', 'DB_POOL_SIZE', 'JWT_ACCESS_TTL_SECONDS', 'REFRESH_TOKEN_TTL_SECONDS', 'LOGIN_LIMIT_PER_IP', 'LOGIN_LIMIT_PER_EMAIL', 'LOGIN_LIMIT_WINDOW_SECONDS', 'SHUTDOWN_GRACE_MS']);
+const NUMERIC = new Set([
+  'PORT',
+  'DB_POOL_SIZE',
+  'JWT_ACCESS_TTL_SECONDS',
+  'REFRESH_TOKEN_TTL_SECONDS',
+  'LOGIN_LIMIT_PER_IP',
+  'LOGIN_LIMIT_PER_EMAIL',
+  'LOGIN_LIMIT_WINDOW_SECONDS',
+  'SHUTDOWN_GRACE_MS',
+]);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

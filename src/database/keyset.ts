@@ -12,5 +12,8 @@ export function keysetPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, p
     const { createdAt, id } = decodeCursor(page.cursor);
     qb.andWhere(`(${alias}.createdAt, ${alias}.id) < (:cursorAt, :cursorId)`, { cursorAt: createdAt, cursorId: id });
   }
-  return qb.orderBy(`${alias}.createdAt`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(page.limit + 1);
+  return qb
+    .orderBy(`${alias}.createdAt`, 'DESC')
+    .addOrderBy(`${alias}.id`, 'DESC')
+    .limit(page.limit + 1);
 }

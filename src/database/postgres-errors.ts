@@ -13,7 +13,8 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
 }
 
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
-const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|Driver not Connected|Client was closed|the database system is (starting up|shutting down)/i;
+const CONNECTION_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|Driver not Connected|Client was closed|the database system is (starting up|shutting down)/i;
 
 /** True when the database cannot be reached at all (as opposed to a query that failed). */
 export function isDatabaseUnavailable(error: unknown): boolean {

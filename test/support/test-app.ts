@@ -69,7 +69,9 @@ export async function createTestApp(options: { env?: Record<string, string | und
     const { organization } = await run(() =>
       app.get(OrganizationsService).create({ slug, name: slug, tier, admin: { email: `first-${slug}@test.example`, password: PASSWORD } }),
     );
-    const [admin, member, viewer] = await Promise.all((['admin', 'member', 'viewer'] as const).map((role) => addUser(organization.id, role)));
+    const [admin, member, viewer] = await Promise.all(
+      (['admin', 'member', 'viewer'] as const).map((role) => addUser(organization.id, role)),
+    );
     return { id: organization.id, slug, admin, member, viewer };
   };
 

@@ -56,7 +56,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     if (isDatabaseUnavailable(exception)) {
       this.logger.warn({ requestId: req.id, err: exception }, 'Database unavailable');
-      return { body: envelope('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly'), headers: { 'Retry-After': RETRY_AFTER_SECONDS } };
+      return {
+        body: envelope('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly'),
+        headers: { 'Retry-After': RETRY_AFTER_SECONDS },
+      };
     }
     this.logger.error({ requestId: req.id, err: exception }, `Unhandled error on ${req.method} ${req.path}`);
     return { body: envelope('INTERNAL_ERROR', `An unexpected error occurred (request id ${req.id ?? 'unknown'})`), headers: {} };

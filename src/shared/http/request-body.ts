@@ -45,7 +45,11 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     (req, res, next) => (hasBody(req) ? parse(req, res, next) : next()),
     (req, _res, next) => {
       if (req.body !== undefined && depthExceeds(req.body, MAX_JSON_DEPTH)) {
-        return next(new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [{ path: '', message: `nesting deeper than ${MAX_JSON_DEPTH}` }]));
+        return next(
+          new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+            { path: '', message: `nesting deeper than ${MAX_JSON_DEPTH}` },
+          ]),
+        );
       }
       next();
     },

@@ -27,7 +27,9 @@ export function decodeCursor(cursor: string): KeysetPosition {
     if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id) || Number.isNaN(date.getTime())) throw new Error('bad cursor');
     return { createdAt: date, id };
   } catch {
-    throw new DomainError('VALIDATION_FAILED', 'The cursor is not valid', [{ path: 'cursor', message: 'cursor must be a value returned as nextCursor' }]);
+    throw new DomainError('VALIDATION_FAILED', 'The cursor is not valid', [
+      { path: 'cursor', message: 'cursor must be a value returned as nextCursor' },
+    ]);
   }
 }
 

@@ -5,27 +5,36 @@ import { UserResponse } from '../../users/api/user.dto';
 
 export class LoginRequest {
   @ApiProperty({ example: 'admin@platform.local' })
-  @IsEmail({ require_tld: false }) @MaxLength(320)
+  @IsEmail({ require_tld: false })
+  @MaxLength(320)
   email!: string;
 
   @ApiProperty()
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   password!: string;
 }
 
 export class RefreshRequest {
   @ApiProperty({ description: 'The refresh token of the last login or refresh' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   refreshToken!: string;
 }
 
 export class ChangePasswordRequest {
   @ApiProperty()
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   currentPassword!: string;
 
   @ApiProperty({ minLength: 12, maxLength: 200 })
-  @IsString() @MinLength(12) @MaxLength(200)
+  @IsString()
+  @MinLength(12)
+  @MaxLength(200)
   newPassword!: string;
 }
 

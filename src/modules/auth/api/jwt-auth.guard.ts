@@ -28,7 +28,13 @@ export class JwtAuthGuard implements CanActivate {
     const claims = await this.tokens.verify(token);
     const user = await this.users.findById(claims.org, claims.sub);
     if (!user?.canSignIn) throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
-    request.principal = { userId: user.id, organizationId: user.organizationId, role: user.role, isOperator: user.isOperator, email: user.email };
+    request.principal = {
+      userId: user.id,
+      organizationId: user.organizationId,
+      role: user.role,
+      isOperator: user.isOperator,
+      email: user.email,
+    };
     return true;
   }
 }

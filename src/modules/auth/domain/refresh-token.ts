@@ -19,7 +19,10 @@ export interface RefreshTokenProps {
 export class RefreshToken {
   private constructor(readonly props: Readonly<RefreshTokenProps>) {}
 
-  static issue(input: { userId: string; organizationId: string; familyId?: string; ttlSeconds: number }): { token: string; record: RefreshToken } {
+  static issue(input: { userId: string; organizationId: string; familyId?: string; ttlSeconds: number }): {
+    token: string;
+    record: RefreshToken;
+  } {
     const token = `rt_${randomBytes(32).toString('base64url')}`;
     const now = new Date();
     const record = new RefreshToken({

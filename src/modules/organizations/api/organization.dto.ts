@@ -5,21 +5,27 @@ import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization'
 
 export class OrganizationAdminRequest {
   @ApiProperty({ example: 'admin@acme.example' })
-  @IsEmail({ require_tld: false }) @MaxLength(320)
+  @IsEmail({ require_tld: false })
+  @MaxLength(320)
   email!: string;
 
   @ApiProperty({ minLength: 12, maxLength: 200 })
-  @IsString() @MinLength(12) @MaxLength(200)
+  @IsString()
+  @MinLength(12)
+  @MaxLength(200)
   password!: string;
 }
 
 export class CreateOrganizationRequest {
   @ApiProperty({ example: 'acme', pattern: SLUG_PATTERN.source })
-  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must be lowercase letters, digits and dashes (1-63)' })
+  @IsString()
+  @Matches(SLUG_PATTERN, { message: 'slug must be lowercase letters, digits and dashes (1-63)' })
   slug!: string;
 
   @ApiProperty({ example: 'Acme Corp' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name!: string;
 
   @ApiProperty({ enum: TIERS })
@@ -27,7 +33,8 @@ export class CreateOrganizationRequest {
   tier!: Tier;
 
   @ApiProperty({ type: OrganizationAdminRequest })
-  @ValidateNested() @Type(() => OrganizationAdminRequest)
+  @ValidateNested()
+  @Type(() => OrganizationAdminRequest)
   admin!: OrganizationAdminRequest;
 }
 
@@ -41,7 +48,14 @@ export class OrganizationResponse {
   @ApiProperty({ format: 'date-time' }) createdAt!: string;
 
   static from(o: Organization): OrganizationResponse {
-    return { id: o.id, slug: o.slug, name: o.name, tier: o.tier, rateLimitPerMinute: o.rateLimitPerMinute, createdAt: o.createdAt.toISOString() };
+    return {
+      id: o.id,
+      slug: o.slug,
+      name: o.name,
+      tier: o.tier,
+      rateLimitPerMinute: o.rateLimitPerMinute,
+      createdAt: o.createdAt.toISOString(),
+    };
   }
 }
 

@@ -39,7 +39,9 @@ export class FirstStartBootstrap implements OnApplicationBootstrap {
       this.logger.log(`Created organization 'default' with admin ${adminEmail}`);
       if (!adminPassword) {
         // Printed once, on the first start only: the operator's only way to learn it.
-        this.logger.warn(`Generated password for ${adminEmail}: ${password} (set ADMIN_PASSWORD to choose one; change it after signing in)`);
+        this.logger.warn(
+          `Generated password for ${adminEmail}: ${password} (set ADMIN_PASSWORD to choose one; change it after signing in)`,
+        );
       }
     });
   }

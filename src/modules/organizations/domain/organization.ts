@@ -21,10 +21,14 @@ export class Organization {
 
   static create(input: { slug: string; name: string; tier: Tier }): Organization {
     if (!SLUG_PATTERN.test(input.slug)) {
-      throw new DomainError('VALIDATION_FAILED', `Invalid organization slug '${input.slug}'`, [{ path: 'slug', message: 'slug must be lowercase letters, digits and dashes (1-63)' }]);
+      throw new DomainError('VALIDATION_FAILED', `Invalid organization slug '${input.slug}'`, [
+        { path: 'slug', message: 'slug must be lowercase letters, digits and dashes (1-63)' },
+      ]);
     }
     if (!TIERS.includes(input.tier)) {
-      throw new DomainError('VALIDATION_FAILED', `Unknown tier '${input.tier}'`, [{ path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` }]);
+      throw new DomainError('VALIDATION_FAILED', `Unknown tier '${input.tier}'`, [
+        { path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` },
+      ]);
     }
     return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, createdAt: new Date() });
   }
@@ -33,12 +37,24 @@ export class Organization {
     return new Organization({ ...props });
   }
 
-  get id() { return this.props.id; }
-  get slug() { return this.props.slug; }
-  get name() { return this.props.name; }
-  get tier() { return this.props.tier; }
-  get rateLimitPerMinute() { return this.props.rateLimitPerMinute; }
-  get createdAt() { return this.props.createdAt; }
+  get id() {
+    return this.props.id;
+  }
+  get slug() {
+    return this.props.slug;
+  }
+  get name() {
+    return this.props.name;
+  }
+  get tier() {
+    return this.props.tier;
+  }
+  get rateLimitPerMinute() {
+    return this.props.rateLimitPerMinute;
+  }
+  get createdAt() {
+    return this.props.createdAt;
+  }
 
   toProps(): OrganizationProps {
     return { ...this.props };

@@ -5,11 +5,14 @@ import { User } from '../domain/user';
 
 export class CreateUserRequest {
   @ApiProperty({ example: 'ada@example.com' })
-  @IsEmail({ require_tld: false }) @MaxLength(320)
+  @IsEmail({ require_tld: false })
+  @MaxLength(320)
   email!: string;
 
   @ApiProperty({ minLength: 12, maxLength: 200, description: 'At least 12 characters' })
-  @IsString() @MinLength(12) @MaxLength(200)
+  @IsString()
+  @MinLength(12)
+  @MaxLength(200)
   password!: string;
 
   @ApiProperty({ enum: ROLES })
@@ -19,15 +22,20 @@ export class CreateUserRequest {
 
 export class UpdateUserRequest {
   @ApiPropertyOptional({ enum: ROLES })
-  @IsOptional() @IsIn(ROLES)
+  @IsOptional()
+  @IsIn(ROLES)
   role?: Role;
 
   @ApiPropertyOptional({ description: "A disabled user cannot sign in and the user's tokens stop working at once" })
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   disabled?: boolean;
 
   @ApiPropertyOptional({ minLength: 12, maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(12) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(12)
+  @MaxLength(200)
   password?: string;
 }
 

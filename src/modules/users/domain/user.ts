@@ -40,15 +40,33 @@ export class User {
     return email.trim().toLowerCase();
   }
 
-  get id() { return this.props.id; }
-  get organizationId() { return this.props.organizationId; }
-  get email() { return this.props.email; }
-  get passwordHash() { return this.props.passwordHash; }
-  get role() { return this.props.role; }
-  get disabled() { return this.props.disabled; }
-  get isOperator() { return this.props.isOperator; }
-  get createdAt() { return this.props.createdAt; }
-  get updatedAt() { return this.props.updatedAt; }
+  get id() {
+    return this.props.id;
+  }
+  get organizationId() {
+    return this.props.organizationId;
+  }
+  get email() {
+    return this.props.email;
+  }
+  get passwordHash() {
+    return this.props.passwordHash;
+  }
+  get role() {
+    return this.props.role;
+  }
+  get disabled() {
+    return this.props.disabled;
+  }
+  get isOperator() {
+    return this.props.isOperator;
+  }
+  get createdAt() {
+    return this.props.createdAt;
+  }
+  get updatedAt() {
+    return this.props.updatedAt;
+  }
 
   get canSignIn(): boolean {
     return !this.props.disabled;

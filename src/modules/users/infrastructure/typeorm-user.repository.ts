@@ -39,7 +39,8 @@ export class TypeOrmUserRepository extends UserRepository {
     try {
       await this.rows.insert(user.toProps());
     } catch (error) {
-      if (isUniqueViolation(error, 'users_email_key')) throw new DomainError('EMAIL_TAKEN', `A user with email '${user.email}' already exists`);
+      if (isUniqueViolation(error, 'users_email_key'))
+        throw new DomainError('EMAIL_TAKEN', `A user with email '${user.email}' already exists`);
       throw error;
     }
   }

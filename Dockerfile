@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+
+# The Platform: build with the full toolchain, ship only the compiled code and the
+# production dependencies. The `node` devDependency (the pinned Node 24 that npm scripts use
+# on developer machines) is pruned; the runtime image runs on its own Node 24.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:24-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# Only used when the image runs without DATABASE_URL outside production (embedded PGlite).
+RUN mkdir -p /app/.data && chown node:node /app/.data
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/live', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/src/main.js"]

@@ -122,7 +122,7 @@ describe('users', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await t
+      const res: { status: number; body: { data: { id: string }[]; nextCursor: string | null } } = await t
         .http()
         .get('/api/users')
         .query({ limit: 5, ...(cursor ? { cursor } : {}) })

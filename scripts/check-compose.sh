@@ -29,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The secrets that must never have a default, plus whatever else docker-compose.yml
 # interpolates with ${VAR:?message}.
-MUST_BE_REQUIRED=(POSTGRES_PASSWORD JWT_SECRET)
+MUST_BE_REQUIRED=(POSTGRES_PASSWORD JWT_SECRET SECRETS_KEY)
 mapfile -t required < <(
   {
     printf '%s\n' "${MUST_BE_REQUIRED[@]}"

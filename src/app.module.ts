@@ -11,6 +11,7 @@ import { DatabaseModule } from './database/database.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { OperationsModule } from './modules/operations/operations.module';
 import { OrganizationsModule } from './modules/organizations/organizations.module';
+import { PluginsModule } from './modules/plugins/plugins.module';
 import { ThrottlingModule } from './modules/throttling/throttling.module';
 import { UsersModule } from './modules/users/users.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
@@ -58,6 +59,7 @@ import { validationPipe } from './shared/http/validation';
     OrganizationsModule,
     AuthModule,
     OperationsModule,
+    PluginsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

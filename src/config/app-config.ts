@@ -19,6 +19,10 @@ export class AppConfig {
   readonly bootstrap: { adminEmail: string; adminPassword?: string };
   readonly loginLimits: { perIp: number; perEmail: number; windowSeconds: number };
   readonly logLevel: string;
+  /** AES-256-GCM key for secrets at rest. */
+  readonly secretsKey: Buffer;
+  /** OUTBOUND_ALLOWLIST: hosts and CIDRs the SSRF guard lets through. */
+  readonly outboundAllowList: string;
 
   constructor(env: Environment) {
     this.production = env.NODE_ENV === 'production';
@@ -47,6 +51,9 @@ export class AppConfig {
       windowSeconds: env.LOGIN_LIMIT_WINDOW_SECONDS,
     };
     this.logLevel = env.LOG_LEVEL;
+    const secretsKey = env.SECRETS_KEY ?? persistedSecret(dataDir, 'secrets-key', () => randomBytes(32).toString('hex'));
+    this.secretsKey = Buffer.from(secretsKey, /^[0-9a-fA-F]{64}$/.test(secretsKey) ? 'hex' : 'base64');
+    this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
   }
 
   get runsHttp(): boolean {
@@ -62,11 +69,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
  * Outside production a missing secret is generated once and kept in the data folder, so the
  * embedded default needs no configuration and survives restarts.
  */
-function persistedSecret(dataDir: string, name: string): string {
+function persistedSecret(dataDir: string, name: string, generate = () => randomBytes(48).toString('base64url')): string {
   const file = join(dataDir, name);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(48).toString('base64url');
+  const secret = generate();
   writeFileSync(file, secret, { mode: 0o600 });
   return secret;
 }

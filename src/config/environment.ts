@@ -41,6 +41,13 @@ export class Environment {
   @MinLength(32, { message: 'JWT_SECRET must be at least 32 bytes' })
   JWT_SECRET?: string;
 
+  @IsOptional()
+  @Matches(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, { message: 'SECRETS_KEY must be 32 bytes, as 64 hex digits or base64' })
+  SECRETS_KEY?: string;
+
+  @IsString()
+  OUTBOUND_ALLOWLIST = '';
+
   @IsString()
   JWT_ISSUER = 'platform';
 
@@ -104,7 +111,7 @@ export class ConfigError extends Error {
 
 /** Parses and validates the environment; throws a ConfigError naming every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'ADMIN_PASSWORD');
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'ADMIN_PASSWORD', 'SECRETS_KEY');
   const raw: Record<string, unknown> = {};
   for (const key of known) {
     const value = env[key];
@@ -118,6 +125,7 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   if (parsed.NODE_ENV === 'production') {
     if (!parsed.DATABASE_URL) problems.push('DATABASE_URL is required when NODE_ENV=production');
     if (!parsed.JWT_SECRET) problems.push('JWT_SECRET (at least 32 bytes) is required when NODE_ENV=production');
+    if (!parsed.SECRETS_KEY) problems.push('SECRETS_KEY (32 bytes, hex or base64) is required when NODE_ENV=production');
   }
   if (parsed.JWT_SECRET && Buffer.byteLength(parsed.JWT_SECRET) < 32) {
     problems.push('JWT_SECRET must be at least 32 bytes');

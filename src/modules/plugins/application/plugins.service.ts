@@ -1,0 +1,96 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { Installation } from '../domain/installation';
+import { InstallationRepository, PLUGIN_USAGE, PluginUsage } from '../domain/installation.repository';
+import { Plugin } from '../domain/plugin';
+import { PluginRegistry } from './plugin-registry';
+
+export const REDACTED = '********';
+
+export function pluginNotFound(slug: string): DomainError {
+  return new DomainError('PLUGIN_NOT_FOUND', `Plugin '${slug}' is not installed`);
+}
+
+@Injectable()
+export class PluginsService {
+  constructor(
+    private readonly registry: PluginRegistry,
+    private readonly installations: InstallationRepository,
+    @Optional() @Inject(PLUGIN_USAGE) private readonly usages: PluginUsage[] = [],
+  ) {}
+
+  list(caller: Principal, page: PageRequest): Promise<Page<Installation>> {
+    return this.installations.list(caller.organizationId, page);
+  }
+
+  async catalog(caller: Principal): Promise<Array<{ plugin: Plugin; installed: boolean }>> {
+    const installed = new Set(await this.installations.installedSlugs(caller.organizationId));
+    return this.registry.all().map((plugin) => ({ plugin, installed: installed.has(plugin.manifest.slug) }));
+  }
+
+  /** The installation with its plugin; PLUGIN_NOT_FOUND when this organization has not installed it. */
+  async get(organizationId: string, slug: string): Promise<{ installation: Installation; plugin: Plugin }> {
+    const installation = await this.installations.find(organizationId, slug);
+    const plugin = this.registry.find(slug);
+    if (!installation || !plugin) throw pluginNotFound(slug);
+    return { installation, plugin };
+  }
+
+  /** Idempotent: the same config again answers the existing installation (`created: false`). */
+  async install(
+    caller: Principal,
+    slug: string,
+    config: Record<string, unknown>,
+  ): Promise<{ installation: Installation; plugin: Plugin; created: boolean }> {
+    const plugin = this.registry.find(slug);
+    if (!plugin) throw new DomainError('PLUGIN_NOT_IN_CATALOG', `Plugin '${slug}' is not in the catalog`);
+    assertSchema(plugin.manifest.configSchema, config, 'config', `The config of plugin '${slug}'`);
+    const installation = Installation.create({
+      organizationId: caller.organizationId,
+      slug,
+      version: plugin.manifest.version,
+      config,
+      installedBy: caller.userId,
+    });
+    if (await this.installations.insert(installation, plugin.manifest.secretFields)) return { installation, plugin, created: true };
+    const existing = await this.installations.find(caller.organizationId, slug);
+    if (existing?.hasConfig(config)) return { installation: existing, plugin, created: false };
+    throw new DomainError(
+      'PLUGIN_ALREADY_INSTALLED',
+      `Plugin '${slug}' is already installed with a different config; change it with PATCH /api/plugins/${slug}`,
+    );
+  }
+
+  /** Top-level merge: given keys replace, `null` removes; the result must pass the schema. */
+  async reconfigure(
+    caller: Principal,
+    slug: string,
+    patch: Record<string, unknown>,
+  ): Promise<{ installation: Installation; plugin: Plugin }> {
+    const { installation, plugin } = await this.get(caller.organizationId, slug);
+    // A secret sent back as shown ("********") keeps its stored value.
+    const kept = Object.fromEntries(
+      Object.entries(patch).filter(([k, v]) => !(v === REDACTED && plugin.manifest.secretFields.includes(k))),
+    );
+    const merged = Object.fromEntries(Object.entries({ ...installation.config, ...kept }).filter(([, v]) => v !== null));
+    assertSchema(plugin.manifest.configSchema, merged, 'config', `The config of plugin '${slug}'`);
+    installation.reconfigure(merged);
+    await this.installations.update(installation, plugin.manifest.secretFields);
+    return { installation, plugin };
+  }
+
+  async uninstall(caller: Principal, slug: string): Promise<void> {
+    await this.get(caller.organizationId, slug);
+    const users = (await Promise.all(this.usages.map((u) => u.usersOf(caller.organizationId, slug)))).flat();
+    if (users.length) throw new DomainError('PLUGIN_IN_USE', `Plugin '${slug}' is used by ${users.join(', ')}`);
+    if (!(await this.installations.delete(caller.organizationId, slug))) throw pluginNotFound(slug);
+  }
+
+  /** The config as shown to users: secret fields present but never their value. */
+  static redact(plugin: Plugin, config: Record<string, unknown>): Record<string, unknown> {
+    return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, plugin.manifest.secretFields.includes(k) ? REDACTED : v]));
+  }
+}

@@ -1,0 +1,19 @@
+import { loopbackClient } from './test-support/execute-request';
+import { builtInPlugins } from '.';
+
+describe('builtInPlugins', () => {
+  const plugins = builtInPlugins({ http: loopbackClient() });
+
+  it('ships transform, http and llm', () => {
+    expect(plugins.map((p) => p.manifest.slug)).toEqual(['transform', 'http', 'llm']);
+  });
+
+  it.each(plugins.map((p) => [p.manifest.slug, p] as const))('%s implements exactly what its manifest declares', (_slug, plugin) => {
+    expect(Object.keys(plugin.agentKinds).sort()).toEqual(plugin.manifest.agentKinds.map((k) => k.name).sort());
+    expect(Object.keys(plugin.actions).sort()).toEqual(plugin.manifest.actions.map((a) => a.name).sort());
+    const secretProperties = plugin.manifest.secretFields.map(
+      (field) => (plugin.manifest.configSchema.properties as Record<string, unknown>)[field],
+    );
+    expect(secretProperties).toEqual(plugin.manifest.secretFields.map(() => expect.objectContaining({ writeOnly: true }) as unknown));
+  });
+});

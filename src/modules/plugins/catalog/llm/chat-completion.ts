@@ -1,0 +1,80 @@
+import { ExecutionError } from '../../domain/plugin';
+
+/** Installation config of the llm plugin. */
+export interface LlmInstallConfig {
+  baseUrl: string;
+  apiKey?: string;
+  defaultModel: string;
+}
+
+export interface LlmChatConfig {
+  systemPrompt?: string;
+  promptTemplate: string;
+  model?: string;
+  temperature?: number;
+  maxTokens?: number;
+  output?: 'text' | 'json';
+}
+
+export interface LlmChatOutput {
+  text?: string;
+  json?: unknown;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  model: string;
+  finishReason: string | null;
+}
+
+/** `<baseUrl>/chat/completions`, whether or not baseUrl ends with a slash. */
+export function completionsUrl(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  return url.toString();
+}
+
+/** The OpenAI-compatible request body. */
+export function chatRequestBody(config: LlmChatConfig, model: string, prompt: string): Record<string, unknown> {
+  const messages = [...(config.systemPrompt ? [{ role: 'system', content: config.systemPrompt }] : []), { role: 'user', content: prompt }];
+  return {
+    model,
+    messages,
+    temperature: config.temperature,
+    max_tokens: config.maxTokens,
+    response_format: config.output === 'json' ? { type: 'json_object' } : undefined,
+  };
+}
+
+interface ChatReply {
+  model?: unknown;
+  choices?: Array<{ message?: { content?: unknown }; finish_reason?: unknown }>;
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; total_tokens?: unknown };
+}
+
+/** Reads a chat-completions reply; INVALID_OUTPUT when it has no content or its JSON does not parse. */
+export function readChatReply(reply: unknown, config: LlmChatConfig, model: string): LlmChatOutput {
+  const { choices, usage, model: answeredModel } = (typeof reply === 'object' && reply !== null ? reply : {}) as ChatReply;
+  const choice = Array.isArray(choices) ? choices[0] : undefined;
+  const content = choice?.message?.content;
+  if (typeof content !== 'string') throw new ExecutionError('INVALID_OUTPUT', 'The LLM reply has no message content');
+  const promptTokens = count(usage?.prompt_tokens);
+  const completionTokens = count(usage?.completion_tokens);
+  const result = {
+    usage: { promptTokens, completionTokens, totalTokens: count(usage?.total_tokens) || promptTokens + completionTokens },
+    model: typeof answeredModel === 'string' ? answeredModel : model,
+    finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : null,
+  };
+  return config.output === 'json' ? { json: parseJsonContent(content), ...result } : { text: content, ...result };
+}
+
+/** Parses JSON content, tolerating the Markdown code fence some models wrap it in. */
+function parseJsonContent(content: string): unknown {
+  const unfenced = content.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/i, '$1');
+  try {
+    return JSON.parse(unfenced) as unknown;
+  } catch {
+    throw new ExecutionError('INVALID_OUTPUT', 'The LLM reply is not valid JSON');
+  }
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+}

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+
+export interface InstallationProps {
+  id: string;
+  organizationId: string;
+  slug: string;
+  version: string;
+  /** The whole config, secrets included, in clear: only ever held in memory. */
+  config: Record<string, unknown>;
+  installedBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A plugin installed for one organization, with its configuration. */
+export class Installation {
+  private constructor(private props: InstallationProps) {}
+
+  static create(input: {
+    organizationId: string;
+    slug: string;
+    version: string;
+    config: Record<string, unknown>;
+    installedBy: string;
+  }): Installation {
+    const now = new Date();
+    return new Installation({ id: randomUUID(), ...input, createdAt: now, updatedAt: now });
+  }
+
+  static rehydrate(props: InstallationProps): Installation {
+    return new Installation({ ...props });
+  }
+
+  get id() {
+    return this.props.id;
+  }
+  get organizationId() {
+    return this.props.organizationId;
+  }
+  get slug() {
+    return this.props.slug;
+  }
+  get version() {
+    return this.props.version;
+  }
+  get config() {
+    return this.props.config;
+  }
+  get installedBy() {
+    return this.props.installedBy;
+  }
+  get createdAt() {
+    return this.props.createdAt;
+  }
+  get updatedAt() {
+    return this.props.updatedAt;
+  }
+
+  /** Same config, key order aside. */
+  hasConfig(config: Record<string, unknown>): boolean {
+    return canonical(this.props.config) === canonical(config);
+  }
+
+  reconfigure(config: Record<string, unknown>): void {
+    this.props = { ...this.props, config, updatedAt: new Date() };
+  }
+
+  toProps(): InstallationProps {
+    return { ...this.props };
+  }
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

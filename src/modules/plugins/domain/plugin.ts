@@ -1,0 +1,74 @@
+/**
+ * The plugin contract. A plugin is a folder under `catalog/<slug>/` exporting one `Plugin`,
+ * plus one line in `catalog/index.ts`. The agent and workflow engines call `execute` on its
+ * agent kinds and actions; nothing else in the service knows a plugin's internals.
+ */
+export type JsonSchema = Record<string, unknown>;
+
+export interface CapabilityManifest {
+  /** Unqualified name; the qualified one is `<plugin slug>.<name>` (e.g. `http.agent`). */
+  name: string;
+  description: string;
+  /** JSON Schema of the agent's or step's own configuration. */
+  configSchema: JsonSchema;
+  /** JSON Schema of the input, where the capability constrains it. */
+  inputSchema?: JsonSchema;
+}
+
+export interface PluginManifest {
+  slug: string;
+  name: string;
+  /** Semantic version. */
+  version: string;
+  description: string;
+  /** JSON Schema of the installation's configuration. */
+  configSchema: JsonSchema;
+  /** Top-level installation config fields stored encrypted and never returned or logged. */
+  secretFields: string[];
+  agentKinds: CapabilityManifest[];
+  actions: CapabilityManifest[];
+}
+
+export interface PluginLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface ExecuteRequest {
+  /** The installation's config, secrets decrypted. */
+  pluginConfig: Record<string, unknown>;
+  /** The agent's or step's config, already valid against the capability's configSchema. */
+  config: Record<string, unknown>;
+  input: unknown;
+  /** Aborted on cancel or when `timeoutMs` passes; implementations must stop promptly. */
+  signal: AbortSignal;
+  timeoutMs: number;
+  /** Stable across retries of the same execution or step; passed on to remote agents. */
+  idempotencyKey: string;
+  logger: PluginLogger;
+}
+
+export interface Capability {
+  execute(request: ExecuteRequest): Promise<unknown>;
+}
+
+export interface Plugin {
+  manifest: PluginManifest;
+  agentKinds: Record<string, Capability>;
+  actions: Record<string, Capability>;
+}
+
+/** Codes a failed execution carries in `error.code`. */
+export type ExecutionErrorCode =
+  'AGENT_TIMEOUT' | 'CANCELED' | 'UPSTREAM_ERROR' | 'INVALID_OUTPUT' | 'INVALID_INPUT' | 'EXPRESSION_FAILED' | 'OUTBOUND_REFUSED';
+
+/** How a capability reports failure: a stable code and a message safe to show the user. */
+export class ExecutionError extends Error {
+  constructor(
+    readonly code: ExecutionErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ExecutionError';
+  }
+}

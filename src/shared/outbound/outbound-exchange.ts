@@ -1,0 +1,101 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { OutboundError, type OutboundResponse } from './outbound-http.types';
+import type { OutboundTarget, ResolvedAddress } from './outbound-target';
+
+export interface ExchangeInit {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+  maxResponseBytes: number;
+  /** False for a response whose body nobody will read (a redirect being followed). */
+  keepBody: (status: number, headers: Record<string, string>) => boolean;
+}
+
+/**
+ * One request and its response, over a fresh socket to the target's checked addresses only:
+ * the lookup Node would do is replaced by one that answers with those addresses, so a second
+ * DNS answer (rebinding) never reaches the socket. Host header and TLS SNI keep the host name.
+ */
+export function exchange(target: OutboundTarget, init: ExchangeInit, signal: AbortSignal): Promise<OutboundResponse> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const send = target.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const request = send(target.url, {
+      method: init.method,
+      headers: init.headers,
+      agent: false,
+      lookup: pinnedLookup(target.addresses),
+      ...(isIP(target.hostname) === 0 ? { servername: target.hostname } : {}),
+    });
+    const fail = (error: Error) => {
+      signal.removeEventListener('abort', onAbort);
+      request.destroy();
+      reject(error);
+    };
+    const onAbort = () => fail(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    request.on('error', (error: NodeJS.ErrnoException) => fail(connectFailed(target, error)));
+    request.on('response', (response) => {
+      const headers = flattenHeaders(response.headers);
+      const status = response.statusCode ?? 0;
+      const body = init.keepBody(status, headers) ? readCapped(response, init.maxResponseBytes) : discard(response);
+      body.then((bytes) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve({ status, headers, body: bytes, url: target.url.href });
+      }, fail);
+    });
+    request.end(init.body);
+  });
+}
+
+function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    if (options.all) callback(null, addresses);
+    else callback(null, addresses[0].address, addresses[0].family);
+  };
+}
+
+/** Reads the body up to `max` bytes; past that, destroys the socket instead of reading on. */
+function readCapped(response: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () => new OutboundError('RESPONSE_TOO_LARGE', `The response body exceeds ${max} bytes`);
+    if (Number(response.headers['content-length']) > max) {
+      response.destroy();
+      return reject(tooLarge());
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    response.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        response.destroy();
+        reject(tooLarge());
+      } else chunks.push(chunk);
+    });
+    response.on('end', () => resolve(Buffer.concat(chunks, size)));
+    response.on('error', () => reject(new OutboundError('CONNECT_FAILED', 'The connection closed before the response was complete')));
+  });
+}
+
+function discard(response: IncomingMessage): Promise<Buffer> {
+  response.on('error', () => undefined);
+  response.destroy();
+  return Promise.resolve(Buffer.alloc(0));
+}
+
+/** Header names lowercased; repeated headers (Set-Cookie) joined with ", ". */
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers)
+      .filter((entry): entry is [string, string | string[]] => entry[1] !== undefined)
+      .map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(', ') : value]),
+  );
+}
+
+/** Names the host and the system error code only: request headers may carry secrets. */
+function connectFailed(target: OutboundTarget, error: NodeJS.ErrnoException): OutboundError {
+  return new OutboundError('CONNECT_FAILED', `Could not connect to ${target.hostname}${error.code ? ` (${error.code})` : ''}`);
+}

@@ -25,10 +25,16 @@ describe('parseEnvironment', () => {
   });
 
   it('refuses production without a JWT_SECRET, or with one under 32 bytes', () => {
-    const base = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' };
+    const base = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', SECRETS_KEY: 'ab'.repeat(32) };
     expect(() => parseEnvironment(base)).toThrow(/JWT_SECRET/);
     expect(() => parseEnvironment({ ...base, JWT_SECRET: 'short' })).toThrow(/JWT_SECRET must be at least 32 bytes/);
     expect(parseEnvironment({ ...base, JWT_SECRET: SECRET }).NODE_ENV).toBe('production');
+  });
+
+  it('refuses production without a SECRETS_KEY, and a key that is not 32 bytes', () => {
+    const base = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', JWT_SECRET: SECRET };
+    expect(() => parseEnvironment(base)).toThrow(/SECRETS_KEY/);
+    expect(() => parseEnvironment({ ...base, SECRETS_KEY: 'abcd' })).toThrow(/SECRETS_KEY must be 32 bytes/);
   });
 
   it('reads booleans and numbers', () => {

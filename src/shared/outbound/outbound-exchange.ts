@@ -23,9 +23,11 @@ export function exchange(target: OutboundTarget, init: ExchangeInit, signal: Abo
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason as Error);
     const send = target.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    // An explicit length frames the body on every method (Node does not for a DELETE body).
+    const length = init.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(init.body)) };
     const request = send(target.url, {
       method: init.method,
-      headers: init.headers,
+      headers: { ...init.headers, ...length },
       agent: false,
       lookup: pinnedLookup(target.addresses),
       ...(isIP(target.hostname) === 0 ? { servername: target.hostname } : {}),

@@ -19,11 +19,8 @@ export function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/**
- * A value as a JSON request body with its headers. Content-Length is explicit: Node's client
- * does not frame a body on DELETE by itself, and the server would read it as a next request.
- */
+/** A value as a JSON request body with its content type. */
 export function jsonPayload(value: unknown): { body: string; headers: Record<string, string> } {
   const body = JSON.stringify(value ?? null);
-  return { body, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } };
+  return { body, headers: { 'content-type': 'application/json' } };
 }

@@ -51,13 +51,7 @@ export function httpRequest(client: HttpClient): Capability {
         .request({
           method,
           url,
-          headers: mergeHeaders(
-            DEFAULT_HEADERS,
-            json?.headers,
-            installHeaders(pluginConfig),
-            headers,
-            json && { 'content-length': json.headers['content-length'] },
-          ),
+          headers: mergeHeaders(DEFAULT_HEADERS, json?.headers, installHeaders(pluginConfig), headers),
           body: json?.body,
           signal,
           timeoutMs,

@@ -1,11 +1,17 @@
 import { INestApplication } from '@nestjs/common';
 import { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request, Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { Metrics } from './modules/operations/metrics';
 import { setupOpenApi } from './openapi.document';
+import { envelope } from './shared/errors/error-envelope';
 import { jsonBody, requestId } from './shared/http/request-body';
+
+function workerOnly(req: Request, res: Response): void {
+  res.status(404).json(envelope('NOT_FOUND', `No route ${req.method} ${req.originalUrl.split('?')[0]} on a worker process`));
+}
 
 /**
  * Everything main.ts and the e2e tests share: the middleware chain in order, the logger and
@@ -20,8 +26,10 @@ export function configureApp<T extends INestApplication>(app: T): T {
   app.use(requestId());
   app.use(app.get(Metrics).middleware());
   app.use(helmet());
+  // A worker process serves health and metrics only; everything else is not there.
+  if (!config.runsApi) app.use(/^\/api(\/|$)/, workerOnly);
   for (const handler of jsonBody(config.http.bodyLimitBytes)) app.use(handler);
   app.enableShutdownHooks();
-  setupOpenApi(app);
+  if (config.runsApi) setupOpenApi(app);
   return app;
 }

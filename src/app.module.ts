@@ -8,10 +8,12 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { AgentsModule } from './modules/agents/agents.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { OperationsModule } from './modules/operations/operations.module';
 import { OrganizationsModule } from './modules/organizations/organizations.module';
 import { PluginsModule } from './modules/plugins/plugins.module';
+import { QueueModule } from './queue/queue.module';
 import { ThrottlingModule } from './modules/throttling/throttling.module';
 import { UsersModule } from './modules/users/users.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
@@ -60,6 +62,8 @@ import { validationPipe } from './shared/http/validation';
     AuthModule,
     OperationsModule,
     PluginsModule,
+    QueueModule,
+    AgentsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -13,6 +13,8 @@ export class AppConfig {
   readonly production: boolean;
   readonly http: { port: number; host: string; trustProxy: boolean; bodyLimitBytes: number; shutdownGraceMs: number };
   readonly role: AppRole;
+  /** Job-fetching loops per worker process; each takes a batch of jobs at a time. */
+  readonly workerConcurrency: number;
   readonly database: { url?: string; dataDir: string; poolSize: number };
   readonly redisUrl?: string;
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
@@ -34,6 +36,7 @@ export class AppConfig {
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     };
     this.role = env.APP_ROLE as AppRole;
+    this.workerConcurrency = env.WORKER_CONCURRENCY;
     const dataDir = resolve(env.DATA_DIR);
     this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
     this.redisUrl = env.REDIS_URL;
@@ -56,8 +59,14 @@ export class AppConfig {
     this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
   }
 
-  get runsHttp(): boolean {
+  /** Serves the API routes (a worker serves only health and metrics). */
+  get runsApi(): boolean {
     return this.role !== 'worker';
+  }
+
+  /** Takes jobs off the queue. */
+  get runsWorker(): boolean {
+    return this.role !== 'api';
   }
 }
 

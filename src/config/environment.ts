@@ -92,6 +92,11 @@ export class Environment {
   @IsInt()
   @Min(0)
   SHUTDOWN_GRACE_MS = 10000;
+
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  WORKER_CONCURRENCY = 4;
 }
 
 const NUMERIC = new Set([
@@ -103,6 +108,7 @@ const NUMERIC = new Set([
   'LOGIN_LIMIT_PER_EMAIL',
   'LOGIN_LIMIT_WINDOW_SECONDS',
   'SHUTDOWN_GRACE_MS',
+  'WORKER_CONCURRENCY',
 ]);
 
 export class ConfigError extends Error {

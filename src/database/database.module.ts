@@ -7,6 +7,15 @@ import { runMigrationsLocked } from './migrator';
 
 const EMBEDDED = Symbol('EmbeddedPostgres');
 
+/** Where the database is, for the parts that open their own connections (the job queue). */
+export class DatabaseConnection {
+  constructor(
+    readonly url: string,
+    /** Embedded PGlite: one session for every connection, so no LISTEN/NOTIFY across them. */
+    readonly embedded: boolean,
+  ) {}
+}
+
 /** Closes the pool, then the embedded server if there is one, when the app shuts down. */
 @Injectable()
 class DatabaseLifecycle implements OnApplicationShutdown {
@@ -29,7 +38,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
       inject: [AppConfig],
       useFactory: async (config: AppConfig) => {
         if (config.database.url) return null;
-        const embedded = await EmbeddedPostgres.start(config.database.dataDir, config.database.poolSize + 5);
+        const embedded = await EmbeddedPostgres.start(config.database.dataDir, config.database.poolSize + 10);
         new Logger('Database').log(`No DATABASE_URL: embedded PGlite with data in ${config.database.dataDir}`);
         return embedded;
       },
@@ -45,8 +54,14 @@ class DatabaseLifecycle implements OnApplicationShutdown {
         return dataSource;
       },
     },
+    {
+      provide: DatabaseConnection,
+      inject: [AppConfig, EMBEDDED],
+      useFactory: (config: AppConfig, embedded: EmbeddedPostgres | null) =>
+        new DatabaseConnection(config.database.url ?? embedded!.url, !config.database.url),
+    },
     DatabaseLifecycle,
   ],
-  exports: [DataSource],
+  exports: [DataSource, DatabaseConnection],
 })
 export class DatabaseModule {}

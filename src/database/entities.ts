@@ -1,7 +1,10 @@
+import { AgentRow } from '../modules/agents/infrastructure/agent.orm-entity';
+import { ExecutionRow } from '../modules/agents/infrastructure/execution.orm-entity';
 import { RefreshTokenRow } from '../modules/auth/infrastructure/refresh-token.orm-entity';
 import { InstallationRow } from '../modules/plugins/infrastructure/installation.orm-entity';
 import { OrganizationRow } from '../modules/organizations/infrastructure/organization.orm-entity';
 import { UserRow } from '../modules/users/infrastructure/user.orm-entity';
+import { IdempotencyKeyRow } from '../shared/idempotency/idempotency-key.orm-entity';
 
 /** Every ORM entity of the service; the migrations are generated from this list. */
-export const ENTITIES = [OrganizationRow, UserRow, RefreshTokenRow, InstallationRow];
+export const ENTITIES = [OrganizationRow, UserRow, RefreshTokenRow, InstallationRow, AgentRow, ExecutionRow, IdempotencyKeyRow];

@@ -5,14 +5,27 @@ import { DomainError, ErrorDetail } from '../errors/domain-error';
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);
 const compiled = new WeakMap<object, ValidateFunction>();
+/** Schemas read from the database are new objects on every read: compiled ones are kept by text too. */
+const compiledByText = new Map<string, ValidateFunction>();
+const MAX_COMPILED_BY_TEXT = 1000;
+
+function validatorFor(schema: object): ValidateFunction {
+  let validate = compiled.get(schema);
+  if (validate) return validate;
+  const text = JSON.stringify(schema);
+  validate = compiledByText.get(text);
+  if (!validate) {
+    validate = ajv.compile(withoutId(schema));
+    if (compiledByText.size >= MAX_COMPILED_BY_TEXT) compiledByText.delete(compiledByText.keys().next().value!);
+    compiledByText.set(text, validate);
+  }
+  compiled.set(schema, validate);
+  return validate;
+}
 
 /** Problems of `value` against a JSON Schema, as envelope details (`path` dotted under `root`). */
 export function schemaProblems(schema: object, value: unknown, root: string): ErrorDetail[] {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    compiled.set(schema, validate);
-  }
+  const validate = validatorFor(schema);
   if (validate(value)) return [];
   return (validate.errors ?? []).map((e) => {
     const extra = e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
@@ -30,9 +43,15 @@ export function assertSchema(schema: object, value: unknown, root: string, what:
 /** Whether a user-supplied JSON Schema (e.g. an agent's inputSchema) compiles at all. */
 export function schemaCompiles(schema: object): string | null {
   try {
-    ajv.compile(schema);
+    ajv.compile(withoutId(schema));
     return null;
   } catch (error) {
     return (error as Error).message;
   }
+}
+
+/** ajv registers a schema under its `$id` and refuses a second with the same one: user schemas are compiled anonymously. */
+function withoutId(schema: object): object {
+  const { $id: _id, ...rest } = schema as Record<string, unknown>;
+  return rest;
 }

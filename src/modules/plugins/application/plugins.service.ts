@@ -1,10 +1,10 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Installation } from '../domain/installation';
-import { InstallationRepository, PLUGIN_USAGE, PluginUsage } from '../domain/installation.repository';
+import { InstallationRepository, PluginUsage } from '../domain/installation.repository';
 import { Plugin } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
 
@@ -19,7 +19,7 @@ export class PluginsService {
   constructor(
     private readonly registry: PluginRegistry,
     private readonly installations: InstallationRepository,
-    @Optional() @Inject(PLUGIN_USAGE) private readonly usages: PluginUsage[] = [],
+    private readonly usage: PluginUsage,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<Installation>> {
@@ -84,7 +84,7 @@ export class PluginsService {
 
   async uninstall(caller: Principal, slug: string): Promise<void> {
     await this.get(caller.organizationId, slug);
-    const users = (await Promise.all(this.usages.map((u) => u.usersOf(caller.organizationId, slug)))).flat();
+    const users = await this.usage.usersOf(caller.organizationId, slug);
     if (users.length) throw new DomainError('PLUGIN_IN_USE', `Plugin '${slug}' is used by ${users.join(', ')}`);
     if (!(await this.installations.delete(caller.organizationId, slug))) throw pluginNotFound(slug);
   }

@@ -1,3 +1,4 @@
+import { UsageChecks } from '../../../shared/usage/usage-checks';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Installation } from './installation';
 
@@ -11,11 +12,5 @@ export abstract class InstallationRepository {
   abstract delete(organizationId: string, slug: string): Promise<boolean>;
 }
 
-/**
- * Modules whose resources use plugins (agents, workflows) provide one of these; uninstall
- * is refused while any of them names a user of the plugin.
- */
-export abstract class PluginUsage {
-  abstract usersOf(organizationId: string, slug: string): Promise<string[]>;
-}
-export const PLUGIN_USAGE = Symbol('PLUGIN_USAGE');
+/** What uses a plugin: agents and workflows register their checks here; uninstall asks it. */
+export class PluginUsage extends UsageChecks {}

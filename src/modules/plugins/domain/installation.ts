@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../../../shared/json/canonical-json';
 
 export interface InstallationProps {
   id: string;
@@ -58,7 +59,7 @@ export class Installation {
 
   /** Same config, key order aside. */
   hasConfig(config: Record<string, unknown>): boolean {
-    return canonical(this.props.config) === canonical(config);
+    return canonicalJson(this.props.config) === canonicalJson(config);
   }
 
   reconfigure(config: Record<string, unknown>): void {
@@ -68,13 +69,4 @@ export class Installation {
   toProps(): InstallationProps {
     return { ...this.props };
   }
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

@@ -1,0 +1,32 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
+import { OperationsModule } from '../operations/operations.module';
+import { PluginsModule } from '../plugins/plugins.module';
+import { AgentsController } from './api/agents.controller';
+import { AgentExecutor } from './application/agent-executor';
+import { AgentMetrics } from './application/agent-metrics';
+import { AgentsService, AgentUsage } from './application/agents.service';
+import { ExecutionReconciler } from './application/execution-reconciler';
+import { ExecutionsService } from './application/executions.service';
+import { AgentRepository } from './domain/agent.repository';
+import { ExecutionRepository } from './domain/execution.repository';
+import { TypeOrmAgentRepository } from './infrastructure/typeorm-agent.repository';
+import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.repository';
+
+@Module({
+  imports: [PluginsModule, OperationsModule],
+  controllers: [AgentsController],
+  providers: [
+    AgentsService,
+    AgentUsage,
+    ExecutionsService,
+    AgentExecutor,
+    ExecutionReconciler,
+    AgentMetrics,
+    IdempotencyKeys,
+    { provide: AgentRepository, useClass: TypeOrmAgentRepository },
+    { provide: ExecutionRepository, useClass: TypeOrmExecutionRepository },
+  ],
+  exports: [AgentsService, AgentUsage, ExecutionsService],
+})
+export class AgentsModule {}

@@ -1,0 +1,236 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateIf,
+} from 'class-validator';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
+import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
+
+const KIND = /^[a-z][a-z0-9-]*\.[a-zA-Z][a-zA-Z0-9_-]*$/;
+const { timeoutMs: TIMEOUT, maxAttempts: ATTEMPTS } = AGENT_LIMITS;
+
+export class CreateAgentRequest {
+  @ApiProperty({ maxLength: 200, example: 'Ticket triage' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name!: string;
+
+  @ApiPropertyOptional({ maxLength: 2000 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiProperty({ example: 'transform.jsonata', description: '`<plugin>.<kind>`; the plugin must be installed' })
+  @IsString()
+  @Matches(KIND, { message: 'kind must look like <plugin>.<kind>, e.g. transform.jsonata' })
+  kind!: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "Validated against the kind's configSchema" })
+  @IsOptional()
+  @IsObject()
+  config?: JsonObject;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description: 'JSON Schema the execute input must match',
+  })
+  @IsOptional()
+  @IsObject()
+  inputSchema?: JsonObject | null;
+
+  @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max, default: TIMEOUT.default, description: 'Per attempt' })
+  @IsOptional()
+  @IsInt()
+  @Min(TIMEOUT.min)
+  @Max(TIMEOUT.max)
+  timeoutMs?: number;
+
+  @ApiPropertyOptional({ minimum: ATTEMPTS.min, maximum: ATTEMPTS.max, default: ATTEMPTS.default })
+  @IsOptional()
+  @IsInt()
+  @Min(ATTEMPTS.min)
+  @Max(ATTEMPTS.max)
+  maxAttempts?: number;
+}
+
+export class UpdateAgentRequest {
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name?: string;
+
+  @ApiPropertyOptional({ maxLength: 2000 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Replaces the whole config' })
+  @IsOptional()
+  @IsObject()
+  config?: JsonObject;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'null removes it' })
+  @ValidateIf((_, value) => value !== null)
+  @IsOptional()
+  @IsObject()
+  inputSchema?: JsonObject | null;
+
+  @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max })
+  @IsOptional()
+  @IsInt()
+  @Min(TIMEOUT.min)
+  @Max(TIMEOUT.max)
+  timeoutMs?: number;
+
+  @ApiPropertyOptional({ minimum: ATTEMPTS.min, maximum: ATTEMPTS.max })
+  @IsOptional()
+  @IsInt()
+  @Min(ATTEMPTS.min)
+  @Max(ATTEMPTS.max)
+  maxAttempts?: number;
+}
+
+export class AgentListQuery extends PageQuery {
+  @ApiPropertyOptional({ example: 'http.agent' })
+  @IsOptional()
+  @IsString()
+  @Matches(KIND, { message: 'kind must look like <plugin>.<kind>' })
+  kind?: string;
+}
+
+export class ExecuteRequestBody {
+  @ApiPropertyOptional({ description: "Any JSON; checked against the agent's inputSchema", example: { text: 'hello' } })
+  @IsOptional()
+  input?: unknown;
+}
+
+export const MAX_WAIT_SECONDS = 120;
+
+export class ExecuteQuery {
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: MAX_WAIT_SECONDS,
+    default: 30,
+    description: 'Seconds to wait for the result; 0 answers 202 at once',
+  })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_WAIT_SECONDS)
+  wait: number = 30;
+}
+
+export class HistoryQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: EXECUTION_STATUSES })
+  @IsOptional()
+  @IsIn(EXECUTION_STATUSES)
+  status?: ExecutionStatus;
+
+  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only executions created at or after this time' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  since?: string;
+}
+
+export class AgentResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ example: 'transform.jsonata' }) kind!: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) config!: JsonObject;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) inputSchema!: JsonObject | null;
+  @ApiProperty() timeoutMs!: number;
+  @ApiProperty() maxAttempts!: number;
+  @ApiProperty({ format: 'uuid' }) createdBy!: string;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
+
+  static of(agent: Agent): AgentResponse {
+    const p = agent.toProps();
+    return {
+      id: p.id,
+      name: p.name,
+      description: p.description,
+      kind: p.kind,
+      config: p.config,
+      inputSchema: p.inputSchema,
+      timeoutMs: p.timeoutMs,
+      maxAttempts: p.maxAttempts,
+      createdBy: p.createdBy,
+      createdAt: p.createdAt.toISOString(),
+      updatedAt: p.updatedAt.toISOString(),
+    };
+  }
+}
+
+export class AgentPageResponse {
+  @ApiProperty({ type: [AgentResponse] }) data!: AgentResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
+
+class ExecutionErrorResponse {
+  @ApiProperty({ example: 'UPSTREAM_ERROR' }) code!: string;
+  @ApiProperty() message!: string;
+}
+
+class TriggerResponse {
+  @ApiProperty({ enum: ['user', 'workflow_run'] }) type!: string;
+  @ApiProperty({ format: 'uuid' }) id!: string;
+}
+
+export class ExecutionResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) agentId!: string;
+  @ApiProperty({ enum: EXECUTION_STATUSES }) status!: ExecutionStatus;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ nullable: true, description: 'Any JSON; set when succeeded' }) output!: unknown;
+  @ApiProperty({ type: ExecutionErrorResponse, nullable: true }) error!: ExecutionErrorResponse | null;
+  @ApiProperty({ description: 'Attempts started so far' }) attempts!: number;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
+  @ApiProperty({ type: TriggerResponse }) triggeredBy!: TriggerResponse;
+
+  static of(e: Execution): ExecutionResponse {
+    return {
+      id: e.id,
+      agentId: e.agentId,
+      status: e.status,
+      input: e.input,
+      output: e.output,
+      error: e.error,
+      attempts: e.attempts,
+      createdAt: e.createdAt.toISOString(),
+      startedAt: e.startedAt?.toISOString() ?? null,
+      finishedAt: e.finishedAt?.toISOString() ?? null,
+      durationMs: durationMs(e),
+      triggeredBy: e.triggeredBy,
+    };
+  }
+}
+
+export class ExecutionPageResponse {
+  @ApiProperty({ type: [ExecutionResponse] }) data!: ExecutionResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}

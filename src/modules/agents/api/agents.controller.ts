@@ -1,0 +1,173 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import type { Principal } from '../../../shared/auth/principal';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { UuidParam } from '../../../shared/http/uuid-param.pipe';
+import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
+import { AgentsService } from '../application/agents.service';
+import { ExecutionsService } from '../application/executions.service';
+import { isFinished } from '../domain/execution';
+import {
+  AgentListQuery,
+  AgentPageResponse,
+  AgentResponse,
+  CreateAgentRequest,
+  ExecuteQuery,
+  ExecuteRequestBody,
+  ExecutionPageResponse,
+  ExecutionResponse,
+  HistoryQuery,
+  UpdateAgentRequest,
+} from './agent.dto';
+
+@ApiTags('agents')
+@ApiBearerAuth()
+@Controller('api/agents')
+export class AgentsController {
+  constructor(
+    private readonly agents: AgentsService,
+    private readonly executions: ExecutionsService,
+  ) {}
+
+  @Post()
+  @Roles('admin')
+  @ApiOperation({ summary: "Register an agent: a plugin's agent kind with its config" })
+  @ApiCreatedResponse({ type: AgentResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'PLUGIN_NOT_FOUND')
+  async create(
+    @CurrentPrincipal() caller: Principal,
+    @Body() body: CreateAgentRequest,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<AgentResponse> {
+    const agent = await this.agents.create(caller, body);
+    res.location(`/api/agents/${agent.id}`);
+    return AgentResponse.of(agent);
+  }
+
+  @Get()
+  @AnyRole()
+  @ApiOperation({ summary: "The organization's agents, newest first" })
+  @ApiOkResponse({ type: AgentPageResponse })
+  @ApiErrors('VALIDATION_FAILED')
+  async list(@CurrentPrincipal() caller: Principal, @Query() query: AgentListQuery): Promise<AgentPageResponse> {
+    const page = await this.agents.list(caller, query, query.kind);
+    return { data: page.data.map(AgentResponse.of), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id')
+  @AnyRole()
+  @ApiOperation({ summary: 'One agent' })
+  @ApiOkResponse({ type: AgentResponse })
+  @ApiErrors('VALIDATION_FAILED', 'AGENT_NOT_FOUND')
+  async get(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<AgentResponse> {
+    return AgentResponse.of(await this.agents.get(caller.organizationId, id));
+  }
+
+  @Patch(':id')
+  @Roles('admin')
+  @ApiOperation({ summary: 'Change an agent (its kind is fixed); executions already queued run with the new config' })
+  @ApiOkResponse({ type: AgentResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND')
+  async update(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Body() body: UpdateAgentRequest,
+  ): Promise<AgentResponse> {
+    return AgentResponse.of(await this.agents.change(caller, id, body));
+  }
+
+  @Delete(':id')
+  @Roles('admin')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Remove an agent and its history; refused while workflows use it' })
+  @ApiNoContentResponse()
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'AGENT_IN_USE')
+  async delete(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<void> {
+    await this.agents.delete(caller, id);
+  }
+
+  @Post(':id/execute')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Execute: recorded and queued durably, then 200 with the finished execution, or 202 with a Location if it is not done within `wait`',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same execution' })
+  @ApiOkResponse({ type: ExecutionResponse })
+  @ApiAcceptedResponse({ type: ExecutionResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
+  async execute(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Query() query: ExecuteQuery,
+    @Body() body: ExecuteRequestBody,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ExecutionResponse> {
+    const execution = await this.executions.execute(caller.organizationId, {
+      agentId: id,
+      input: body.input,
+      waitSeconds: query.wait,
+      idempotencyKey: parseIdempotencyKey(idempotencyKey),
+      triggeredBy: { type: 'user', id: caller.userId },
+    });
+    if (!isFinished(execution)) res.status(202).location(`/api/agents/${id}/history/${execution.id}`);
+    return ExecutionResponse.of(execution);
+  }
+
+  @Get(':id/history')
+  @AnyRole()
+  @ApiOperation({ summary: "The agent's executions, newest first" })
+  @ApiOkResponse({ type: ExecutionPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'AGENT_NOT_FOUND')
+  async history(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Query() query: HistoryQuery,
+  ): Promise<ExecutionPageResponse> {
+    const page = await this.executions.history(caller, id, query, {
+      status: query.status,
+      since: query.since ? new Date(query.since) : undefined,
+    });
+    return { data: page.data.map(ExecutionResponse.of), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id/history/:executionId')
+  @AnyRole()
+  @ApiOperation({ summary: 'One execution, whole' })
+  @ApiOkResponse({ type: ExecutionResponse })
+  @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
+  async execution(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('executionId', UuidParam) executionId: string,
+  ): Promise<ExecutionResponse> {
+    return ExecutionResponse.of(await this.executions.get(caller, id, executionId));
+  }
+
+  @Post(':id/history/:executionId/cancel')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Cancel a queued or running execution; a running plugin call is aborted' })
+  @ApiOkResponse({ type: ExecutionResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'EXECUTION_NOT_FOUND', 'NOT_CANCELABLE')
+  async cancel(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('executionId', UuidParam) executionId: string,
+  ): Promise<ExecutionResponse> {
+    return ExecutionResponse.of(await this.executions.cancel(caller, id, executionId));
+  }
+}

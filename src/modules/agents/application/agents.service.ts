@@ -1,0 +1,119 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { assertSchema, schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { UsageChecks } from '../../../shared/usage/usage-checks';
+import { PluginRegistry } from '../../plugins/application/plugin-registry';
+import { pluginNotFound, PluginsService } from '../../plugins/application/plugins.service';
+import { PluginUsage } from '../../plugins/domain/installation.repository';
+import { Agent, AGENT_LIMITS, AgentChanges, JsonObject } from '../domain/agent';
+import { AgentRepository } from '../domain/agent.repository';
+
+/** What uses an agent: workflows register their check here; delete asks it. */
+export class AgentUsage extends UsageChecks {}
+
+export interface AgentDefinition {
+  name: string;
+  description?: string;
+  kind: string;
+  config?: JsonObject;
+  inputSchema?: JsonObject | null;
+  timeoutMs?: number;
+  maxAttempts?: number;
+}
+
+export function agentNotFound(): DomainError {
+  return new DomainError('AGENT_NOT_FOUND', 'No such agent');
+}
+
+@Injectable()
+export class AgentsService implements OnModuleInit {
+  constructor(
+    private readonly agents: AgentRepository,
+    private readonly plugins: PluginsService,
+    private readonly registry: PluginRegistry,
+    private readonly pluginUsage: PluginUsage,
+    private readonly usage: AgentUsage,
+  ) {}
+
+  onModuleInit(): void {
+    this.pluginUsage.register(async (organizationId, slug) =>
+      (await this.agents.namesUsingPlugin(organizationId, slug)).map((name) => `agent '${name}'`),
+    );
+  }
+
+  async get(organizationId: string, id: string): Promise<Agent> {
+    const agent = await this.agents.find(organizationId, id);
+    if (!agent) throw agentNotFound();
+    return agent;
+  }
+
+  list(caller: Principal, page: PageRequest, kind?: string): Promise<Page<Agent>> {
+    return this.agents.list(caller.organizationId, page, kind);
+  }
+
+  async create(caller: Principal, definition: AgentDefinition): Promise<Agent> {
+    const config = definition.config ?? {};
+    await this.assertValid(caller.organizationId, definition.kind, config, definition.inputSchema ?? null);
+    const agent = Agent.create({
+      organizationId: caller.organizationId,
+      name: definition.name,
+      description: definition.description ?? '',
+      kind: definition.kind,
+      config,
+      inputSchema: definition.inputSchema ?? null,
+      timeoutMs: definition.timeoutMs ?? AGENT_LIMITS.timeoutMs.default,
+      maxAttempts: definition.maxAttempts ?? AGENT_LIMITS.maxAttempts.default,
+      createdBy: caller.userId,
+    });
+    await this.agents.insert(agent);
+    return agent;
+  }
+
+  @Transactional()
+  async change(caller: Principal, id: string, changes: AgentChanges): Promise<Agent> {
+    const agent = await this.get(caller.organizationId, id);
+    const inputSchema = changes.inputSchema === undefined ? agent.inputSchema : changes.inputSchema;
+    await this.assertValid(caller.organizationId, agent.kind, changes.config ?? agent.config, inputSchema);
+    agent.change(changes);
+    await this.agents.update(agent);
+    return agent;
+  }
+
+  @Transactional()
+  async delete(caller: Principal, id: string): Promise<void> {
+    const agent = await this.get(caller.organizationId, id);
+    const users = await this.usage.usersOf(caller.organizationId, agent.id);
+    if (users.length) throw new DomainError('AGENT_IN_USE', `Agent '${agent.name}' is used by ${users.join(', ')}`);
+    if (!(await this.agents.delete(caller.organizationId, id))) throw agentNotFound();
+  }
+
+  /** The kind's plugin must be installed, the kind must exist, the config and input schema must hold. */
+  private async assertValid(organizationId: string, kind: string, config: JsonObject, inputSchema: JsonObject | null): Promise<void> {
+    const [slug] = kind.split('.', 1);
+    if (!this.registry.find(slug)) throw pluginNotFound(slug);
+    await this.plugins.get(organizationId, slug);
+    const capability = this.registry.capability('agentKinds', kind);
+    if (!capability) {
+      throw new DomainError('VALIDATION_FAILED', `Plugin '${slug}' has no agent kind '${kind}'`, [
+        { path: 'kind', message: `kind must be one of: ${this.kindsOf(slug).join(', ')}` },
+      ]);
+    }
+    const manifest = capability.plugin.manifest.agentKinds.find((k) => `${slug}.${k.name}` === kind)!;
+    assertSchema(manifest.configSchema, config, 'config', `The config of agent kind '${kind}'`);
+    if (inputSchema) {
+      const problem = schemaCompiles(inputSchema);
+      if (problem) {
+        throw new DomainError('VALIDATION_FAILED', 'The inputSchema is not a valid JSON Schema', [
+          { path: 'inputSchema', message: problem },
+        ]);
+      }
+    }
+  }
+
+  private kindsOf(slug: string): string[] {
+    return (this.registry.find(slug)?.manifest.agentKinds ?? []).map((k) => `${slug}.${k.name}`);
+  }
+}

@@ -1,0 +1,12 @@
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { Agent } from './agent';
+
+export abstract class AgentRepository {
+  abstract find(organizationId: string, id: string): Promise<Agent | null>;
+  abstract list(organizationId: string, page: PageRequest, kind?: string): Promise<Page<Agent>>;
+  abstract insert(agent: Agent): Promise<void>;
+  abstract update(agent: Agent): Promise<void>;
+  abstract delete(organizationId: string, id: string): Promise<boolean>;
+  /** Names of the organization's agents whose kind comes from the plugin. */
+  abstract namesUsingPlugin(organizationId: string, slug: string): Promise<string[]>;
+}

@@ -1,0 +1,44 @@
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { AttemptOutcome, Execution, ExecutionFailure, HistoryFilter } from './execution';
+
+/** An execution taken by a worker, with what it needs to run. */
+export interface StartedAttempt {
+  execution: Execution;
+  kind: string;
+  config: Record<string, unknown>;
+  timeoutMs: number;
+  maxAttempts: number;
+}
+
+/** An unfinished execution as the reconciler sees it. */
+export interface UnfinishedExecution {
+  id: string;
+  jobId: string | null;
+  attempts: number;
+  maxAttempts: number;
+  timeoutMs: number;
+}
+
+/**
+ * Every status change is one guarded UPDATE (`... WHERE status IN ('queued', 'running')`):
+ * a late or duplicate worker can never move a finished execution backwards.
+ */
+export abstract class ExecutionRepository {
+  abstract insert(execution: Execution): Promise<void>;
+  abstract find(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
+  abstract findById(id: string): Promise<Execution | null>;
+  abstract history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>>;
+  /** Moves an unfinished execution to `running` and counts the attempt; null when it is finished or gone. */
+  abstract start(id: string): Promise<StartedAttempt | null>;
+  /** Records the final outcome of a running execution; false when it was no longer running (canceled meanwhile). */
+  abstract finish(id: string, outcome: AttemptOutcome): Promise<Execution | null>;
+  /** Back to `queued` to wait for its retry, with the last attempt's error. */
+  abstract awaitRetry(id: string, error: ExecutionFailure): Promise<boolean>;
+  abstract cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
+  /** Unfinished executions older than `olderThanMs`, oldest first, for the reconciler. */
+  abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]>;
+  /** Points the execution at a new job, if it is still unfinished and on the old one. */
+  abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
+  /** Fails an unfinished execution that is on the given job. */
+  abstract abandon(id: string, jobId: string | null, error: ExecutionFailure): Promise<Execution | null>;
+}

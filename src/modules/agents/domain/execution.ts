@@ -1,0 +1,50 @@
+/** Where an execution is. `queued` also covers "waiting to retry"; the last four are final. */
+export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+
+/** Statuses an execution can still leave; every status write is guarded on these in SQL. */
+export const UNFINISHED: readonly ExecutionStatus[] = ['queued', 'running'];
+
+export interface ExecutionFailure {
+  code: string;
+  message: string;
+}
+
+/** Who started it: a user through the API, or a workflow run's step. */
+export interface Trigger {
+  type: 'user' | 'workflow_run';
+  id: string;
+}
+
+export interface Execution {
+  id: string;
+  organizationId: string;
+  agentId: string;
+  status: ExecutionStatus;
+  input: unknown;
+  output: unknown;
+  error: ExecutionFailure | null;
+  attempts: number;
+  jobId: string | null;
+  triggeredBy: Trigger;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export function isFinished(execution: Pick<Execution, 'status'>): boolean {
+  return !UNFINISHED.includes(execution.status);
+}
+
+export function durationMs(execution: Pick<Execution, 'startedAt' | 'finishedAt'>): number | null {
+  return execution.startedAt && execution.finishedAt ? execution.finishedAt.getTime() - execution.startedAt.getTime() : null;
+}
+
+/** How one attempt ended. */
+export type AttemptOutcome =
+  { status: 'succeeded'; output: unknown } | { status: 'failed' | 'timed_out' | 'canceled'; error: ExecutionFailure };
+
+export interface HistoryFilter {
+  status?: ExecutionStatus;
+  since?: Date;
+}

@@ -1,0 +1,24 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { AgentRow } from './agent.orm-entity';
+
+@Entity('agent_executions')
+@Index('agent_executions_agent_created_idx', ['agentId', 'createdAt', 'id'])
+// The reconciler's scan: only unfinished executions are in this index.
+@Index('agent_executions_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
+export class ExecutionRow {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('uuid', { name: 'agent_id' }) agentId!: string;
+  @ManyToOne(() => AgentRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'agent_id' }) agent?: AgentRow;
+  @Column('varchar', { length: 16 }) status!: string;
+  @Column('jsonb', { nullable: true }) input!: unknown;
+  @Column('jsonb', { nullable: true }) output!: unknown;
+  @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
+  @Column('integer', { default: 0 }) attempts!: number;
+  /** The queue job currently carrying this execution; the reconciler checks it is alive. */
+  @Column('uuid', { name: 'job_id', nullable: true }) jobId!: string | null;
+  @Column('jsonb', { name: 'triggered_by' }) triggeredBy!: { type: string; id: string };
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+  @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}

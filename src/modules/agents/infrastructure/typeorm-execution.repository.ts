@@ -1,0 +1,171 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { AttemptOutcome, Execution, ExecutionFailure, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
+import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
+
+interface RawExecution {
+  id: string;
+  organization_id: string;
+  agent_id: string;
+  status: ExecutionStatus;
+  input: unknown;
+  output: unknown;
+  error: ExecutionFailure | null;
+  attempts: number;
+  job_id: string | null;
+  triggered_by: Trigger;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+const UNFINISHED_SQL = `status IN ('queued', 'running')`;
+
+/** Plain SQL: each status change is one guarded statement, and the worker's path is a few round trips. */
+@Injectable()
+export class TypeOrmExecutionRepository extends ExecutionRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  async insert(e: Execution): Promise<void> {
+    await this.txHost.tx.query(
+      `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at)
+       VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8)`,
+      [e.id, e.organizationId, e.agentId, e.status, json(e.input), e.jobId, json(e.triggeredBy), e.createdAt],
+    );
+  }
+
+  async find(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
+    const [row] = await this.select('WHERE organization_id = $1 AND agent_id = $2 AND id = $3', [organizationId, agentId, id]);
+    return row ?? null;
+  }
+
+  async findById(id: string): Promise<Execution | null> {
+    const [row] = await this.select('WHERE id = $1', [id]);
+    return row ?? null;
+  }
+
+  async history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+    const params: unknown[] = [organizationId, agentId];
+    const where = ['organization_id = $1', 'agent_id = $2'];
+    if (filter.status) where.push(`status = $${params.push(filter.status)}`);
+    if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
+    if (page.cursor) {
+      const { createdAt, id } = decodeCursor(page.cursor);
+      where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
+    }
+    const rows = await this.select(
+      `WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
+      params,
+    );
+    return toPage(rows, page.limit, (e) => e);
+  }
+
+  async start(id: string): Promise<StartedAttempt | null> {
+    const [row] = await this.returning<
+      RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }
+    >(
+      `UPDATE agent_executions e
+       SET status = 'running', attempts = e.attempts + 1, started_at = COALESCE(e.started_at, now())
+       FROM agents a
+       WHERE e.id = $1 AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
+       RETURNING e.*, a.kind, a.config, a.timeout_ms, a.max_attempts`,
+      [id],
+    );
+    if (!row) return null;
+    return { execution: toExecution(row), kind: row.kind, config: row.config, timeoutMs: row.timeout_ms, maxAttempts: row.max_attempts };
+  }
+
+  async finish(id: string, outcome: AttemptOutcome): Promise<Execution | null> {
+    const [row] = await this.returning<RawExecution>(
+      `UPDATE agent_executions SET status = $2, output = $3, error = $4, finished_at = now()
+       WHERE id = $1 AND status = 'running' RETURNING *`,
+      [id, outcome.status, json('output' in outcome ? outcome.output : null), json('error' in outcome ? outcome.error : null)],
+    );
+    return row ? toExecution(row) : null;
+  }
+
+  async awaitRetry(id: string, error: ExecutionFailure): Promise<boolean> {
+    const rows = await this.returning(
+      `UPDATE agent_executions SET status = 'queued', error = $2 WHERE id = $1 AND status = 'running' RETURNING id`,
+      [id, json(error)],
+    );
+    return rows.length > 0;
+  }
+
+  async cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
+    const [row] = await this.returning<RawExecution>(
+      `UPDATE agent_executions SET status = 'canceled', finished_at = now(),
+         error = '{"code":"CANCELED","message":"The execution was canceled"}'::jsonb
+       WHERE organization_id = $1 AND agent_id = $2 AND id = $3 AND ${UNFINISHED_SQL} RETURNING *`,
+      [organizationId, agentId, id],
+    );
+    return row ? toExecution(row) : null;
+  }
+
+  async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]> {
+    const rows = await this.txHost.tx.query<
+      Array<{ id: string; job_id: string | null; attempts: number; max_attempts: number; timeout_ms: number }>
+    >(
+      `SELECT e.id, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
+       FROM agent_executions e JOIN agents a ON a.id = e.agent_id
+       WHERE e.${UNFINISHED_SQL} AND e.created_at < now() - make_interval(secs => $1::double precision / 1000)
+       ORDER BY e.created_at LIMIT $2`,
+      [olderThanMs, limit],
+    );
+    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts, maxAttempts: r.max_attempts, timeoutMs: r.timeout_ms }));
+  }
+
+  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    const rows = await this.returning(
+      `UPDATE agent_executions SET job_id = $3, status = 'queued'
+       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED_SQL} RETURNING id`,
+      [id, fromJobId, toJobId],
+    );
+    return rows.length > 0;
+  }
+
+  async abandon(id: string, jobId: string | null, error: ExecutionFailure): Promise<Execution | null> {
+    const [row] = await this.returning<RawExecution>(
+      `UPDATE agent_executions SET status = 'failed', error = $3, finished_at = now()
+       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED_SQL} RETURNING *`,
+      [id, jobId, json(error)],
+    );
+    return row ? toExecution(row) : null;
+  }
+
+  private async select(tail: string, params: unknown[]): Promise<Execution[]> {
+    const rows = await this.txHost.tx.query<RawExecution[]>(`SELECT * FROM agent_executions ${tail}`, params);
+    return rows.map(toExecution);
+  }
+
+  /** TypeORM answers `[rows, count]` for UPDATE ... RETURNING and plain rows otherwise. */
+  private async returning<T = RawExecution>(sql: string, params: unknown[]): Promise<T[]> {
+    const result = await this.txHost.tx.query<unknown[]>(sql, params);
+    return (Array.isArray(result[0]) ? result[0] : result) as T[];
+  }
+}
+
+/** jsonb parameters go as JSON text: a bare string or number must not be taken for SQL text. */
+const json = (value: unknown): string => JSON.stringify(value ?? null);
+
+function toExecution(row: RawExecution): Execution {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    agentId: row.agent_id,
+    status: row.status,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    attempts: row.attempts,
+    jobId: row.job_id,
+    triggeredBy: row.triggered_by,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

@@ -1,0 +1,166 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Db, Job, JobResult, PgBoss } from 'pg-boss';
+import { AppConfig } from '../config/app-config';
+import { DatabaseConnection } from '../database/database.module';
+
+export const QUEUE_SCHEMA = 'pgboss';
+
+/** Seconds between pg-boss supervision passes: expired leases are reclaimed this often. */
+const SUPERVISE_SECONDS = 2;
+
+/** A queue and, on worker processes, what processes its jobs. */
+export interface QueueDefinition<T extends object> {
+  name: string;
+  /** Processes a batch; answers one result per job (`failed` is retried with backoff while attempts last). */
+  handler: (jobs: Array<Job<T>>) => Promise<JobResult[]>;
+  /** Jobs fetched at a time by one loop. */
+  batchSize: number;
+}
+
+export interface SendOptions {
+  /** The job's id, when the caller records it beside its row. */
+  id?: string;
+  /** Seconds a worker may hold the job before its lease expires and another worker takes it. */
+  leaseSeconds: number;
+  /** Retries pg-boss allows (failed attempts and lost workers alike). */
+  retryLimit: number;
+}
+
+/**
+ * The one place that knows the job queue: pg-boss 12 on the application's Postgres, in its
+ * own schema. Modules register their queues at init; the queue starts once the app has
+ * booted, takes jobs only where this process is a worker, and stops before the pool closes.
+ *
+ * Jobs are sent inside the caller's transaction (the row that a job carries and the job
+ * commit together). Workers in this process are woken at once after a send; on a Postgres
+ * server, LISTEN/NOTIFY wakes the other processes' workers, and polling is the floor.
+ */
+@Injectable()
+export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('JobQueue');
+  private readonly boss: PgBoss;
+  private readonly definitions = new Map<string, QueueDefinition<object>>();
+  private readonly workerIds = new Map<string, string[]>();
+  private nextWake = 0;
+  private started = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly connection: DatabaseConnection,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {
+    const worker = config.runsWorker;
+    this.boss = new PgBoss({
+      connectionString: connection.url,
+      schema: QUEUE_SCHEMA,
+      max: Math.max(2, Math.min(config.workerConcurrency + 1, 8)),
+      application_name: `platform-${config.role}`,
+      // Expiry, retention and the schedule run where jobs are worked.
+      supervise: worker,
+      schedule: false,
+      superviseIntervalSeconds: SUPERVISE_SECONDS,
+      useListenNotify: worker && !connection.embedded,
+      instanceName: `platform-${config.role}`,
+      openTelemetry: { enabled: false },
+    });
+    // pg-boss reports connection trouble as events; an unheard 'error' would end the process.
+    this.boss.on('error', (error) => this.logger.warn(`Queue error: ${error.message}`));
+    this.boss.on('warning', (warning) => this.logger.debug(`Queue warning: ${warning.message}`));
+  }
+
+  register<T extends object>(definition: QueueDefinition<T>): void {
+    if (this.started) throw new Error(`Queue '${definition.name}' registered after the queue started`);
+    this.definitions.set(definition.name, definition as unknown as QueueDefinition<object>);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.boss.start();
+    this.started = true;
+    for (const definition of this.definitions.values()) {
+      await this.boss.createQueue(definition.name, { notify: !this.connection.embedded });
+      if (!this.config.runsWorker) continue;
+      const ids: string[] = [];
+      for (let i = 0; i < this.config.workerConcurrency; i++) {
+        ids.push(
+          await this.boss.work<object>(
+            definition.name,
+            {
+              batchSize: definition.batchSize,
+              perJobResults: true,
+              pollingIntervalSeconds: 1,
+              notifyPollingIntervalSeconds: 5,
+              burstWhenBatchFull: definition.batchSize > 1,
+            },
+            (jobs) => definition.handler(jobs),
+          ),
+        );
+      }
+      this.workerIds.set(definition.name, ids);
+    }
+  }
+
+  /** Waits for running handlers (up to the grace period); what does not finish is retried elsewhere. */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.boss.stop({ graceful: true, timeout: Math.max(1000, this.config.http.shutdownGraceMs - 1000) });
+  }
+
+  /** Queues a job in the current transaction (or alone, outside one); answers its id. */
+  async send(name: string, data: object, options: SendOptions): Promise<string> {
+    const id = await this.boss.send(name, data, {
+      id: options.id,
+      db: this.transactionDb(),
+      expireInSeconds: options.leaseSeconds,
+      retryLimit: options.retryLimit,
+      retryDelay: 1,
+      retryBackoff: true,
+      retryDelayMax: 60,
+    });
+    if (!id) throw new Error(`Queue '${name}' refused the job`);
+    return id;
+  }
+
+  /** Wakes one of this process's idle workers on the queue instead of waiting for its poll. */
+  wake(name: string): void {
+    const ids = this.workerIds.get(name);
+    if (!ids?.length) return;
+    this.boss.notifyWorker(ids[this.nextWake++ % ids.length]);
+  }
+
+  /** Of these job ids, the ones still queued, waiting to retry or held by a worker. */
+  async liveJobs(name: string, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = await this.txHost.tx.query<Array<{ id: string }>>(
+      `SELECT id FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND id = ANY($2::uuid[]) AND state IN ('created', 'retry', 'active')`,
+      [name, ids],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Jobs by state (`created`, `retry`, `active`), for the queue-depth gauge. */
+  async depth(name: string): Promise<Record<string, number>> {
+    const rows = await this.txHost.tx.query<Array<{ state: string; count: string }>>(
+      `SELECT state, count(*) AS count FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active') GROUP BY state`,
+      [name],
+    );
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.count)]));
+  }
+
+  /** pg-boss statements run through the current TypeORM transaction, so they commit with it. */
+  private transactionDb(): Db {
+    const manager = this.txHost.tx;
+    return {
+      executeSql: async (text: string, values?: unknown[]) => {
+        const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
+        try {
+          return { rows: (await runner.query(text, values, true)).records };
+        } finally {
+          if (runner !== manager.queryRunner) await runner.release();
+        }
+      },
+    };
+  }
+}

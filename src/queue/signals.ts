@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Client } from 'pg';
+import { DatabaseConnection } from '../database/database.module';
+
+const CHANNEL = 'platform_signals';
+/** How often a waiter re-reads its row when no signal comes (a lost NOTIFY, a dropped listener). */
+const POLL_MS = 1000;
+const RECONNECT_MS = [250, 500, 1000, 2000, 5000];
+
+/**
+ * Best-effort "something changed" signals between processes: an execution finished, a cancel
+ * was asked. Always delivered in this process; across processes through LISTEN/NOTIFY on a
+ * Postgres server (embedded PGlite is one process, and its NOTIFY does not cross connections).
+ * Nothing depends on a signal for correctness: waiters re-read their row on a short poll too.
+ */
+@Injectable()
+export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Signals');
+  private readonly local = new EventEmitter().setMaxListeners(0);
+  private readonly origin = randomUUID();
+  private listener: Client | null = null;
+  private publisher: Client | null = null;
+  private stopped = false;
+  private failures = 0;
+
+  constructor(private readonly connection: DatabaseConnection) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.connection.embedded) await this.listen();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([this.listener?.end().catch(() => undefined), this.publisher?.end().catch(() => undefined)]);
+  }
+
+  /** Tells every process (this one at once) that `topic` happened to `id`. */
+  publish(topic: string, id: string): void {
+    this.deliver(topic, id);
+    if (this.connection.embedded || this.stopped) return;
+    void this.notify(`${this.origin}|${topic}|${id}`);
+  }
+
+  on(topic: string, handler: (id: string) => void): void {
+    this.local.on(topic, handler);
+  }
+
+  /**
+   * Calls `check` until it answers non-null or `timeoutMs` passes (then null): at once, on each
+   * `topic` signal for `id`, and at least every second.
+   */
+  async waitFor<T>(topic: string, id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+    const key = `${topic}:${id}`;
+    let wake = () => {};
+    const onSignal = () => wake();
+    this.local.on(key, onSignal);
+    const deadline = Date.now() + timeoutMs;
+    try {
+      for (;;) {
+        // Armed before the check, so a signal that lands during it is not missed.
+        const signaled = new Promise<void>((resolve) => (wake = resolve));
+        const result = await check();
+        const left = deadline - Date.now();
+        if (result !== null || left <= 0) return result;
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([signaled, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(left, POLL_MS))))]);
+        clearTimeout(timer);
+      }
+    } finally {
+      this.local.off(key, onSignal);
+    }
+  }
+
+  private deliver(topic: string, id: string): void {
+    this.local.emit(`${topic}:${id}`);
+    this.local.emit(topic, id);
+  }
+
+  private async notify(payload: string): Promise<void> {
+    try {
+      if (!this.publisher) {
+        const client = new Client({ connectionString: this.connection.url, application_name: 'platform-signals' });
+        client.on('error', () => (this.publisher = null));
+        await client.connect();
+        this.publisher = client;
+      }
+      await this.publisher.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+    } catch (error) {
+      this.publisher = null;
+      this.logger.debug(`Signal not sent: ${(error as Error).message}`);
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const client = new Client({ connectionString: this.connection.url, application_name: 'platform-signals-listener' });
+    let retried = false;
+    const retry = () => {
+      if (retried) return;
+      retried = true;
+      if (this.listener === client) this.listener = null;
+      client.removeAllListeners('end');
+      void client.end().catch(() => undefined);
+      this.reconnect();
+    };
+    client.on('error', retry);
+    client.on('end', retry);
+    client.on('notification', (message) => {
+      const [origin, topic, id] = (message.payload ?? '').split('|');
+      if (origin !== this.origin && topic && id) this.deliver(topic, id);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      this.listener = client;
+      this.failures = 0;
+    } catch (error) {
+      this.logger.warn(`Signal listener not connected: ${(error as Error).message}`);
+      retry();
+    }
+  }
+
+  private reconnect(): void {
+    if (this.stopped) return;
+    const wait = RECONNECT_MS[Math.min(this.failures++, RECONNECT_MS.length - 1)];
+    setTimeout(() => void this.listen(), wait).unref();
+  }
+}

@@ -1,4 +1,5 @@
 import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
@@ -11,9 +12,24 @@ const EMBEDDED = Symbol('EmbeddedPostgres');
 export class DatabaseConnection {
   constructor(
     readonly url: string,
-    /** Embedded PGlite: one session for every connection, so no LISTEN/NOTIFY across them. */
-    readonly embedded: boolean,
+    /**
+     * PGlite (embedded, or another process's served over a socket): every connection shares one
+     * session, so statements of concurrent connections would interleave. The service then uses
+     * one connection for everything, the queue included, and no LISTEN/NOTIFY.
+     */
+    readonly singleSession: boolean,
   ) {}
+}
+
+async function servesPglite(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const [{ version }] = (await client.query<{ version: string }>('SELECT version()')).rows;
+    return version.includes('PGlite');
+  } finally {
+    await client.end();
+  }
 }
 
 /** Closes the pool, then the embedded server if there is one, when the app shuts down. */
@@ -44,21 +60,23 @@ class DatabaseLifecycle implements OnApplicationShutdown {
       },
     },
     {
-      provide: DataSource,
-      inject: [AppConfig, EMBEDDED],
-      useFactory: async (config: AppConfig, embedded: EmbeddedPostgres | null) => {
-        const url = config.database.url ?? embedded!.url;
-        const dataSource = new DataSource(dataSourceOptions(url, config.database.poolSize));
-        await dataSource.initialize();
-        await runMigrationsLocked(dataSource);
-        return dataSource;
-      },
-    },
-    {
       provide: DatabaseConnection,
       inject: [AppConfig, EMBEDDED],
-      useFactory: (config: AppConfig, embedded: EmbeddedPostgres | null) =>
-        new DatabaseConnection(config.database.url ?? embedded!.url, !config.database.url),
+      useFactory: async (config: AppConfig, embedded: EmbeddedPostgres | null) =>
+        embedded
+          ? new DatabaseConnection(embedded.url, true)
+          : new DatabaseConnection(config.database.url!, await servesPglite(config.database.url!)),
+    },
+    {
+      provide: DataSource,
+      inject: [AppConfig, DatabaseConnection],
+      useFactory: async (config: AppConfig, connection: DatabaseConnection) => {
+        const poolSize = connection.singleSession ? 1 : config.database.poolSize;
+        const dataSource = new DataSource(dataSourceOptions(connection.url, poolSize));
+        await dataSource.initialize();
+        await runMigrationsLocked(dataSource, { lock: !connection.singleSession });
+        return dataSource;
+      },
     },
     DatabaseLifecycle,
   ],

@@ -5,9 +5,18 @@ const MIGRATION_LOCK_KEY = 728_394_001;
 
 /**
  * Runs pending migrations while holding a Postgres advisory lock, so two instances starting
- * at once apply them one after the other instead of racing.
+ * at once apply them one after the other instead of racing. `lock: false` is for a single
+ * session (PGlite), where advisory locks exclude nothing and the one connection is the pool.
  */
-export async function runMigrationsLocked(dataSource: DataSource, afterMigrations?: () => Promise<void>): Promise<void> {
+export async function runMigrationsLocked(
+  dataSource: DataSource,
+  options: { lock?: boolean; afterMigrations?: () => Promise<void> } = {},
+): Promise<void> {
+  const { lock = true, afterMigrations } = options;
+  if (!lock) {
+    await dataSource.runMigrations({ transaction: 'each' });
+    return afterMigrations?.();
+  }
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {

@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Db, Job, JobResult, PgBoss } from 'pg-boss';
+import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database.module';
 
@@ -50,18 +51,23 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     private readonly config: AppConfig,
     private readonly connection: DatabaseConnection,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    dataSource: DataSource,
   ) {
     const worker = config.runsWorker;
+    // On a single session (PGlite) the queue shares the service's one connection; on a
+    // server it has a small pool of its own, so workers never wait behind API requests.
+    const database = connection.singleSession
+      ? { db: sharedConnection(dataSource) }
+      : { connectionString: connection.url, max: Math.max(2, Math.min(config.workerConcurrency + 1, 8)) };
     this.boss = new PgBoss({
-      connectionString: connection.url,
+      ...database,
       schema: QUEUE_SCHEMA,
-      max: Math.max(2, Math.min(config.workerConcurrency + 1, 8)),
       application_name: `platform-${config.role}`,
       // Expiry, retention and the schedule run where jobs are worked.
       supervise: worker,
       schedule: false,
       superviseIntervalSeconds: SUPERVISE_SECONDS,
-      useListenNotify: worker && !connection.embedded,
+      useListenNotify: worker && !connection.singleSession,
       instanceName: `platform-${config.role}`,
       openTelemetry: { enabled: false },
     });
@@ -79,7 +85,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     await this.boss.start();
     this.started = true;
     for (const definition of this.definitions.values()) {
-      await this.boss.createQueue(definition.name, { notify: !this.connection.embedded });
+      await this.boss.createQueue(definition.name, { notify: !this.connection.singleSession });
       if (!this.config.runsWorker) continue;
       const ids: string[] = [];
       for (let i = 0; i < this.config.workerConcurrency; i++) {
@@ -89,8 +95,9 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
             {
               batchSize: definition.batchSize,
               perJobResults: true,
+              // Retries and expired leases are not announced: a short poll picks them up.
               pollingIntervalSeconds: 1,
-              notifyPollingIntervalSeconds: 5,
+              notifyPollingIntervalSeconds: 1,
               burstWhenBatchFull: definition.batchSize > 1,
             },
             (jobs) => definition.handler(jobs),
@@ -152,15 +159,26 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   /** pg-boss statements run through the current TypeORM transaction, so they commit with it. */
   private transactionDb(): Db {
     const manager = this.txHost.tx;
-    return {
-      executeSql: async (text: string, values?: unknown[]) => {
-        const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
-        try {
-          return { rows: (await runner.query(text, values, true)).records };
-        } finally {
-          if (runner !== manager.queryRunner) await runner.release();
-        }
-      },
-    };
+    return manager.queryRunner
+      ? { executeSql: (text, values) => rowsOf(manager.queryRunner!, text, values) }
+      : sharedConnection(manager.connection);
   }
+}
+
+/** pg-boss statements through the service's own pool, each on a connection of its own. */
+function sharedConnection(dataSource: DataSource): Db {
+  return {
+    executeSql: async (text: string, values?: unknown[]) => {
+      const runner = dataSource.createQueryRunner();
+      try {
+        return await rowsOf(runner, text, values);
+      } finally {
+        await runner.release();
+      }
+    },
+  };
+}
+
+async function rowsOf(runner: QueryRunner, text: string, values?: unknown[]): Promise<{ rows: unknown[] }> {
+  return { rows: (await runner.query(text, values, true)).records };
 }

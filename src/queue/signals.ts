@@ -24,22 +24,24 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   private publisher: Client | null = null;
   private stopped = false;
   private failures = 0;
+  private reconnectTimer?: NodeJS.Timeout;
 
   constructor(private readonly connection: DatabaseConnection) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    if (!this.connection.embedded) await this.listen();
+    if (!this.connection.singleSession) await this.listen();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.reconnectTimer);
     await Promise.all([this.listener?.end().catch(() => undefined), this.publisher?.end().catch(() => undefined)]);
   }
 
   /** Tells every process (this one at once) that `topic` happened to `id`. */
   publish(topic: string, id: string): void {
     this.deliver(topic, id);
-    if (this.connection.embedded || this.stopped) return;
+    if (this.connection.singleSession || this.stopped) return;
     void this.notify(`${this.origin}|${topic}|${id}`);
   }
 
@@ -94,6 +96,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   private async listen(): Promise<void> {
+    if (this.stopped) return;
     const client = new Client({ connectionString: this.connection.url, application_name: 'platform-signals-listener' });
     let retried = false;
     const retry = () => {
@@ -113,6 +116,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
+      if (this.stopped) return void client.end().catch(() => undefined);
       this.listener = client;
       this.failures = 0;
     } catch (error) {
@@ -124,6 +128,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   private reconnect(): void {
     if (this.stopped) return;
     const wait = RECONNECT_MS[Math.min(this.failures++, RECONNECT_MS.length - 1)];
-    setTimeout(() => void this.listen(), wait).unref();
+    this.reconnectTimer = setTimeout(() => void this.listen(), wait);
+    this.reconnectTimer.unref();
   }
 }

@@ -103,6 +103,14 @@ export class AgentsService implements OnModuleInit {
     }
     const manifest = capability.plugin.manifest.agentKinds.find((k) => `${slug}.${k.name}` === kind)!;
     assertSchema(manifest.configSchema, config, 'config', `The config of agent kind '${kind}'`);
+    const problems = capability.capability.checkConfig?.(config) ?? [];
+    if (problems.length) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `The config of agent kind '${kind}' is not valid`,
+        problems.map((p) => ({ path: `config.${p.path}`, message: p.message })),
+      );
+    }
     if (inputSchema) {
       const problem = schemaCompiles(inputSchema);
       if (problem) {

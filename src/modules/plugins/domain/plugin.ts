@@ -48,8 +48,16 @@ export interface ExecuteRequest {
   logger: PluginLogger;
 }
 
+/** A problem with a config, `path` dotted from the config's root (e.g. `expression`). */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
 export interface Capability {
   execute(request: ExecuteRequest): Promise<unknown>;
+  /** Checks beyond the configSchema (an expression that must compile), run before a config is stored. */
+  checkConfig?(config: Record<string, unknown>): ConfigProblem[];
 }
 
 export interface Plugin {

@@ -1,5 +1,5 @@
 import { Capability, CapabilityManifest, Plugin } from '../../domain/plugin';
-import { evaluateJsonata } from './jsonata-expression';
+import { compileJsonata, evaluateJsonata } from './jsonata-expression';
 import { toJsonOutput } from './json-output';
 
 export { compileJsonata } from './jsonata-expression';
@@ -25,6 +25,10 @@ const jsonata: Capability = {
   async execute({ config, input, signal, timeoutMs }) {
     const { expression } = config as unknown as JsonataConfig;
     return toJsonOutput(await evaluateJsonata(expression, input, { signal, timeoutMs }));
+  },
+  checkConfig(config) {
+    const compiled = compileJsonata((config as unknown as JsonataConfig).expression);
+    return compiled.ok ? [] : [{ path: 'expression', message: `expression does not compile: ${compiled.message}` }];
   },
 };
 

@@ -1,0 +1,372 @@
+/**
+ * Agent execution benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL
+ * database per phase, executing a transform.jsonata agent.
+ *
+ *   1. synchronous execute (?wait=30) latency with 1 and with 20 concurrent clients, one APP_ROLE=all process;
+ *   2. asynchronous throughput: M executions enqueued (?wait=0) on an APP_ROLE=api process, then
+ *      drained by 1 and by 2 APP_ROLE=worker processes; executions/s is measured from the rows.
+ *
+ * Run with `npm run bench:agents`. Settings (environment):
+ *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
+ *                                    one database per phase is created on it and dropped at the end
+ *   BENCH_WARMUP_REQUESTS            sync warm-up requests (200)
+ *   BENCH_SYNC_REQUESTS              sync requests measured with 1 client (2000)
+ *   BENCH_SYNC_CONCURRENT_REQUESTS   sync requests measured with BENCH_SYNC_CLIENTS clients (4000)
+ *   BENCH_SYNC_CLIENTS               concurrent sync clients (20)
+ *   BENCH_ASYNC_EXECUTIONS           executions enqueued per async phase (5000)
+ *   BENCH_ENQUEUE_CLIENTS            concurrent enqueue clients (50)
+ *   BENCH_ASYNC_TIMEOUT_SECONDS      longest wait for the workers to finish them (600)
+ *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
+ *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+import {
+  closeConnections,
+  field,
+  intFromEnv,
+  JsonClient,
+  LoadResult,
+  log,
+  runLoad,
+  ScratchDatabases,
+  Services,
+  summarize,
+} from './support';
+
+const ROOT = resolve(__dirname, '..');
+const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
+
+const settings = {
+  serverUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
+  warmupRequests: intFromEnv('BENCH_WARMUP_REQUESTS', 200),
+  syncRequests: intFromEnv('BENCH_SYNC_REQUESTS', 2000),
+  syncConcurrentRequests: intFromEnv('BENCH_SYNC_CONCURRENT_REQUESTS', 4000),
+  syncClients: intFromEnv('BENCH_SYNC_CLIENTS', 20),
+  asyncExecutions: intFromEnv('BENCH_ASYNC_EXECUTIONS', 5000),
+  enqueueClients: intFromEnv('BENCH_ENQUEUE_CLIENTS', 50),
+  asyncTimeoutMs: intFromEnv('BENCH_ASYNC_TIMEOUT_SECONDS', 600) * 1000,
+  readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
+};
+
+const TARGETS = { syncP50Ms: 10, syncP99Ms: 50, asyncPerSecond: 1000 };
+
+/** Shared by every process of the run: tokens and encrypted secrets must be valid across them. */
+const credentials = {
+  JWT_SECRET: randomBytes(48).toString('base64url'),
+  SECRETS_KEY: randomBytes(32).toString('hex'),
+  ADMIN_EMAIL: 'bench@platform.local',
+  ADMIN_PASSWORD: randomBytes(16).toString('hex'),
+};
+
+const AGENT = { name: 'bench', kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
+const INPUT = { input: { text: 'hello' } };
+
+const services = new Services(ENTRY, ROOT);
+/** Aborted on SIGINT: the load stops so the services can shut down promptly. */
+const interrupted = new AbortController();
+const databases = new ScratchDatabases(settings.serverUrl, `platform_bench_${Date.now()}`);
+
+/** One line of the results table. */
+interface Row {
+  scenario: string;
+  count: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  throughput: number;
+  wallSeconds: number;
+}
+
+function serviceEnv(databaseUrl: string, role: 'all' | 'api' | 'worker'): Record<string, string> {
+  return {
+    ...credentials,
+    DATABASE_URL: databaseUrl,
+    APP_ROLE: role,
+    HOST: '127.0.0.1',
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    JWT_ACCESS_TTL_SECONDS: '86400',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// API calls
+
+/** Logs in once, installs the transform plugin and registers the agent. */
+async function prepareAgent(service: JsonClient): Promise<{ client: JsonClient; agentId: string }> {
+  const login = await service.request('POST', '/api/auth/login', { email: credentials.ADMIN_EMAIL, password: credentials.ADMIN_PASSWORD });
+  const token = field(login.body, 'accessToken');
+  if (login.status !== 200 || typeof token !== 'string') throw unexpected('login', login.status, login.body);
+  const client = service.withToken(token);
+
+  const install = await client.request('POST', '/api/plugins/transform/install', {});
+  if (install.status !== 201) throw unexpected('plugin install', install.status, install.body);
+
+  const agent = await client.request('POST', '/api/agents', AGENT);
+  const agentId = field(agent.body, 'id');
+  if (agent.status !== 201 || typeof agentId !== 'string') throw unexpected('agent creation', agent.status, agent.body);
+  return { client, agentId };
+}
+
+/** One synchronous execution; null when it answered 200 succeeded with the expected output. */
+async function executeAndWait(client: JsonClient, agentId: string): Promise<string | null> {
+  const res = await client.request('POST', `/api/agents/${agentId}/execute?wait=30`, INPUT);
+  if (res.status !== 200) return `HTTP ${res.status} ${brief(res.body)}`;
+  if (field(res.body, 'status') !== 'succeeded' || field(res.body, 'output') !== 'HELLO') return `200 but ${brief(res.body)}`;
+  return null;
+}
+
+/** One queued execution; null when it answered 202 queued. */
+async function enqueue(client: JsonClient, agentId: string): Promise<string | null> {
+  const res = await client.request('POST', `/api/agents/${agentId}/execute?wait=0`, INPUT);
+  if (res.status !== 202 || field(res.body, 'status') !== 'queued') return `HTTP ${res.status} ${brief(res.body)}`;
+  return null;
+}
+
+function unexpected(what: string, status: number, body: unknown): Error {
+  return new Error(`${what} answered ${status}: ${brief(body)}`);
+}
+
+function brief(body: unknown): string {
+  return JSON.stringify(body ?? null).slice(0, 300);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+/** Phase 1: synchronous latency on one APP_ROLE=all process. */
+async function syncPhase(): Promise<Row[]> {
+  const databaseUrl = await databases.create('sync');
+  log('sync: starting one APP_ROLE=all process');
+  const service = await services.start('service (all)', serviceEnv(databaseUrl, 'all'), settings.readyTimeoutMs);
+  const { client, agentId } = await prepareAgent(service);
+  const call = () => executeAndWait(client, agentId);
+
+  log(`sync: warming up with ${settings.warmupRequests} requests`);
+  reportErrors('warm-up', await runLoad(settings.syncClients, settings.warmupRequests, call, interrupted.signal));
+  log(`sync: ${settings.syncRequests} requests, 1 client`);
+  const serial = await runLoad(1, settings.syncRequests, call, interrupted.signal);
+  log(`sync: ${settings.syncConcurrentRequests} requests, ${settings.syncClients} clients`);
+  const concurrent = await runLoad(settings.syncClients, settings.syncConcurrentRequests, call, interrupted.signal);
+
+  services.assertAlive();
+  await services.stopAll();
+  return [
+    loadRow('sync execute ?wait=30, 1 client', serial),
+    loadRow(`sync execute ?wait=30, ${settings.syncClients} clients`, concurrent),
+  ];
+}
+
+/** Phase 2: M executions queued on an API-only process, then drained by `workers` worker processes. */
+async function asyncPhase(workers: number): Promise<Row[]> {
+  const databaseUrl = await databases.create(`async_${workers}w`);
+  log(`async ×${workers}: starting one APP_ROLE=api process`);
+  const api = await services.start('api', serviceEnv(databaseUrl, 'api'), settings.readyTimeoutMs);
+  const { client, agentId } = await prepareAgent(api);
+
+  log(`async ×${workers}: enqueueing ${settings.asyncExecutions} executions, ${settings.enqueueClients} clients`);
+  const queued = await runLoad(settings.enqueueClients, settings.asyncExecutions, () => enqueue(client, agentId), interrupted.signal);
+  const enqueueRow = loadRow(`async enqueue ?wait=0, ${settings.enqueueClients} clients`, queued);
+
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    log(`async ×${workers}: starting ${workers} APP_ROLE=worker process(es)`);
+    const spawnedAt = performance.now();
+    await Promise.all(
+      Array.from({ length: workers }, (_, i) =>
+        services.start(`worker ${i + 1}`, serviceEnv(databaseUrl, 'worker'), settings.readyTimeoutMs),
+      ),
+    );
+    await waitForDrain(db, agentId);
+    const wallSeconds = (performance.now() - spawnedAt) / 1000;
+    const drain = await drainFigures(db, agentId);
+    services.assertAlive();
+    const drainRow: Row = {
+      scenario: `async drain, ${workers} worker${workers > 1 ? 's' : ''}`,
+      count: drain.succeeded,
+      errors: drain.total - drain.succeeded,
+      p50: drain.p50,
+      p99: drain.p99,
+      mean: drain.mean,
+      throughput: drain.throughput,
+      wallSeconds,
+    };
+    return [enqueueRow, drainRow];
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/** Polls every 200 ms until every execution of the agent reached a final status. */
+async function waitForDrain(db: Client, agentId: string): Promise<void> {
+  const deadline = Date.now() + settings.asyncTimeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ total: number; succeeded: number; final: number }>(
+      `SELECT count(*)::int AS total,
+              count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+              count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'timed_out'))::int AS final
+         FROM agent_executions WHERE agent_id = $1`,
+      [agentId],
+    );
+    const { total, succeeded, final } = rows[0];
+    if (final === total) return;
+    services.assertAlive();
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    if (Date.now() > deadline)
+      throw new Error(`after ${settings.asyncTimeoutMs / 1000} s only ${succeeded} of ${total} executions succeeded`);
+    await sleep(200);
+  }
+}
+
+interface DrainFigures {
+  total: number;
+  succeeded: number;
+  /** Succeeded executions per second between the first start and the last finish. */
+  throughput: number;
+  /** Per-execution run time (started_at → finished_at), ms. */
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** Throughput and run times from the rows, so worker boot time does not count. */
+async function drainFigures(db: Client, agentId: string): Promise<DrainFigures> {
+  const { rows } = await db.query<DrainFigures>(
+    `WITH runs AS (
+       SELECT status, started_at, finished_at, extract(epoch FROM finished_at - started_at) * 1000 AS ms
+         FROM agent_executions WHERE agent_id = $1)
+     SELECT (SELECT count(*) FROM runs)::int AS total,
+            count(*)::int AS succeeded,
+            (count(*) / nullif(extract(epoch FROM max(finished_at) - min(started_at)), 0))::float8 AS throughput,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
+            avg(ms)::float8 AS mean
+       FROM runs WHERE status = 'succeeded'`,
+    [agentId],
+  );
+  return rows[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function loadRow(scenario: string, result: LoadResult): Row {
+  reportErrors(scenario, result);
+  const seconds = result.elapsedMs / 1000;
+  return {
+    scenario,
+    count: result.latencies.length + result.errors,
+    errors: result.errors,
+    ...summarize(result.latencies),
+    throughput: result.latencies.length / seconds,
+    wallSeconds: seconds,
+  };
+}
+
+function reportErrors(scenario: string, result: LoadResult): void {
+  if (!result.errors) return;
+  log(`${scenario}: ${result.errors} error(s), e.g.:\n    ${result.errorSamples.join('\n    ')}`);
+}
+
+function printReport(rows: Row[]): void {
+  const cpus = os.cpus();
+  const out: string[] = [
+    '',
+    `Agent execution benchmark — ${cpus.length} CPU(s), ${cpus[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ` +
+      `WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY || '4 (default)'}`,
+    '',
+  ];
+  const header = ['scenario', 'requests/executions', 'errors', 'p50 ms', 'p99 ms', 'mean ms', 'throughput/s', 'wall s'];
+  const cells = rows.map((r) => [
+    r.scenario,
+    String(r.count),
+    String(r.errors),
+    fixed(r.p50, 2),
+    fixed(r.p99, 2),
+    fixed(r.mean, 2),
+    fixed(r.throughput, 1),
+    fixed(r.wallSeconds, 2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  out.push(line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line));
+  out.push(
+    '',
+    'sync rows: request latency; enqueue rows: request latency, throughput = enqueue rate, wall = enqueue time;',
+    'drain rows: p50/p99/mean = per-execution run time (started_at → finished_at),',
+    '            throughput = succeeded / (max(finished_at) − min(started_at)), wall = worker spawn → all final (incl. boot).',
+    '',
+    ...targetLines(rows),
+    '',
+  );
+  process.stdout.write(out.join('\n'));
+}
+
+function targetLines(rows: Row[]): string[] {
+  const [serial] = rows;
+  const drains = rows.filter((r) => r.scenario.startsWith('async drain'));
+  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  return [
+    'Targets:',
+    `  sync, 1 client: p50 ≤ ${TARGETS.syncP50Ms} ms → ${fixed(serial.p50, 2)} ms ${verdict(serial.p50 <= TARGETS.syncP50Ms)}; ` +
+      `p99 ≤ ${TARGETS.syncP99Ms} ms → ${fixed(serial.p99, 2)} ms ${verdict(serial.p99 <= TARGETS.syncP99Ms)}`,
+    ...drains.map(
+      (r) =>
+        `  ${r.scenario}: ≥ ${TARGETS.asyncPerSecond} executions/s → ${fixed(r.throughput, 1)} ${verdict(r.throughput >= TARGETS.asyncPerSecond)}`,
+    ),
+  ];
+}
+
+function fixed(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : '-';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+let cleaning: Promise<void> | undefined;
+
+/** Stops every process and drops every database; safe to call twice. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await services.close();
+    await databases.dropAll();
+    closeConnections();
+  })();
+  return cleaning;
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
+  process.once('SIGINT', () => {
+    log('interrupted: stopping the services and dropping the databases');
+    interrupted.abort();
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    const rows: Row[] = [];
+    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+      rows.push(...(await phase()));
+    }
+    printReport(rows);
+    const errors = rows.reduce((sum, r) => sum + r.errors, 0);
+    if (errors) throw new Error(`${errors} request(s)/execution(s) failed; see above`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,290 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+
+/**
+ * Helpers for the benchmarks in this folder: service processes, scratch databases, a
+ * keep-alive JSON client, a closed-loop load generator and latency statistics.
+ */
+
+/** A positive integer from the environment, or the fallback when unset. */
+export function intFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
+  return value;
+}
+
+/** Progress goes to stderr so stdout keeps only the results. */
+export function log(message: string): void {
+  process.stderr.write(`» ${message}\n`);
+}
+
+/** A port nobody listens on right now: bind to port 0, read it, let it go. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+export interface JsonResponse {
+  status: number;
+  body: unknown;
+}
+
+/** One connection pool for every request of the run, so sockets are reused. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** JSON over HTTP to one service process on 127.0.0.1. */
+export class JsonClient {
+  constructor(
+    readonly port: number,
+    private readonly token?: string,
+  ) {}
+
+  withToken(token: string): JsonClient {
+    return new JsonClient(this.port, token);
+  }
+
+  request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonResponse> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: http.OutgoingHttpHeaders = { accept: 'application/json' };
+    if (payload !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(payload);
+    }
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: this.port, method, path, headers, agent, timeout: 60_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }));
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return text;
+  }
+}
+
+/** `body[key]` when the body is an object, else undefined. */
+export function field(body: unknown, key: string): unknown {
+  return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
+}
+
+/** Drops idle keep-alive sockets so the process can exit. */
+export function closeConnections(): void {
+  agent.destroy();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Service processes
+
+interface Service {
+  name: string;
+  child: ChildProcess;
+  stopping: boolean;
+  exited: Promise<void>;
+}
+
+/** The service processes of the run: started, awaited until ready, and always stopped. */
+export class Services {
+  private readonly services: Service[] = [];
+  private readonly crashes: string[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly entry: string,
+    private readonly cwd: string,
+  ) {}
+
+  /** Spawns `node <entry>` with the environment given on top of ours; returns its HTTP client once ready. */
+  async start(name: string, env: Record<string, string>, readyTimeoutMs: number): Promise<JsonClient> {
+    const port = await freePort();
+    if (this.closed) throw new Error(`not starting ${name}: shutting down`);
+    const child = spawn(process.execPath, [this.entry], {
+      cwd: this.cwd,
+      env: { ...process.env, ...env, PORT: String(port) },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const service: Service = { name, child, stopping: false, exited: new Promise((resolve) => child.once('exit', () => resolve())) };
+    child.once('exit', (code, signal) => {
+      if (!service.stopping) this.crashes.push(`${name} exited unexpectedly (code ${code}, signal ${signal})`);
+    });
+    this.services.push(service);
+    const client = new JsonClient(port);
+    await this.waitReady(service, client, readyTimeoutMs);
+    return client;
+  }
+
+  /** Throws if any process died without being asked to. */
+  assertAlive(): void {
+    if (this.crashes.length) throw new Error(this.crashes.join('; '));
+  }
+
+  /** SIGTERM to every running process, SIGKILL to those still there after 10 s. */
+  async stopAll(): Promise<void> {
+    const running = this.services.splice(0);
+    await Promise.all(running.map((service) => stop(service)));
+  }
+
+  /** Stops every process and refuses to start more. */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.stopAll();
+  }
+
+  private async waitReady(service: Service, client: JsonClient, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      this.assertAlive();
+      const status = await client.request('GET', '/health/ready').then(
+        (res) => res.status,
+        () => 0,
+      );
+      if (status === 200) return;
+      await sleep(200);
+    }
+    throw new Error(`${service.name} was not ready within ${timeoutMs / 1000} s`);
+  }
+}
+
+async function stop(service: Service): Promise<void> {
+  service.stopping = true;
+  const { child } = service;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await service.exited;
+  clearTimeout(kill);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases
+
+/** Scratch databases on one PostgreSQL server, each dropped at the end. */
+export class ScratchDatabases {
+  private readonly names: string[] = [];
+  private admin?: Client;
+  private closed = false;
+
+  constructor(
+    private readonly serverUrl: string,
+    private readonly prefix: string,
+  ) {}
+
+  /** Creates `<prefix>_<phase>` and answers its URL. */
+  async create(phase: string): Promise<string> {
+    const name = `${this.prefix}_${phase}`;
+    if (this.closed) throw new Error(`not creating ${name}: shutting down`);
+    const admin = await this.adminClient();
+    // Listed first: a drop queued behind this create on the same connection still finds it.
+    this.names.push(name);
+    await admin.query(`CREATE DATABASE "${name}"`);
+    const url = new URL(this.serverUrl);
+    url.pathname = `/${name}`;
+    return url.toString();
+  }
+
+  /** Terminates the connections to each database, then drops it; creates no more afterwards. */
+  async dropAll(): Promise<void> {
+    this.closed = true;
+    if (!this.admin) return;
+    for (const name of this.names.splice(0)) {
+      await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+        name,
+      ]);
+      await this.admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+    }
+    await this.admin.end();
+    this.admin = undefined;
+  }
+
+  private async adminClient(): Promise<Client> {
+    if (!this.admin) {
+      this.admin = new Client({ connectionString: this.serverUrl });
+      await this.admin.connect();
+    }
+    return this.admin;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load and statistics
+
+export interface LoadResult {
+  /** Latency of each successful call, ms. */
+  latencies: number[];
+  errors: number;
+  /** The first few failures, described. */
+  errorSamples: string[];
+  elapsedMs: number;
+}
+
+/**
+ * Closed loop: `clients` callers each send the next call as soon as their last one is answered,
+ * until `total` calls are made or `signal` aborts. A call answers null on success or a description
+ * of what was wrong.
+ */
+export async function runLoad(
+  clients: number,
+  total: number,
+  call: () => Promise<string | null>,
+  signal?: AbortSignal,
+): Promise<LoadResult> {
+  const result: LoadResult = { latencies: [], errors: 0, errorSamples: [], elapsedMs: 0 };
+  let started = 0;
+  const caller = async (): Promise<void> => {
+    while (started < total && !signal?.aborted) {
+      started++;
+      const begin = performance.now();
+      const problem = await call().catch((error: unknown) => (error instanceof Error ? error.message : String(error)));
+      if (problem === null) {
+        result.latencies.push(performance.now() - begin);
+      } else {
+        result.errors++;
+        if (result.errorSamples.length < 5) result.errorSamples.push(problem);
+      }
+    }
+  };
+  const begin = performance.now();
+  await Promise.all(Array.from({ length: Math.min(clients, total) }, caller));
+  result.elapsedMs = performance.now() - begin;
+  return result;
+}
+
+export interface Summary {
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** Nearest-rank percentiles and the mean; NaN for an empty sample. */
+export function summarize(values: number[]): Summary {
+  if (!values.length) return { p50: NaN, p99: NaN, mean: NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  return { p50: rank(50), p99: rank(99), mean: sorted.reduce((sum, v) => sum + v, 0) / sorted.length };
+}

@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import type { Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
@@ -9,8 +9,9 @@ import { setupOpenApi } from './openapi.document';
 import { envelope } from './shared/errors/error-envelope';
 import { jsonBody, requestId } from './shared/http/request-body';
 
-function workerOnly(req: Request, res: Response): void {
-  res.status(404).json(envelope('NOT_FOUND', `No route ${req.method} ${req.originalUrl.split('?')[0]} on a worker process`));
+function workerOnly(req: Request, res: Response, next: NextFunction): void {
+  if (req.path !== '/api' && !req.path.startsWith('/api/')) return next();
+  res.status(404).json(envelope('NOT_FOUND', `No route ${req.method} ${req.path} on a worker process`));
 }
 
 /**
@@ -27,7 +28,7 @@ export function configureApp<T extends INestApplication>(app: T): T {
   app.use(app.get(Metrics).middleware());
   app.use(helmet());
   // A worker process serves health and metrics only; everything else is not there.
-  if (!config.runsApi) app.use(/^\/api(\/|$)/, workerOnly);
+  if (!config.runsApi) app.use(workerOnly);
   for (const handler of jsonBody(config.http.bodyLimitBytes)) app.use(handler);
   app.enableShutdownHooks();
   if (config.runsApi) setupOpenApi(app);

@@ -1,6 +1,6 @@
-import { createServer, Server, Socket } from 'node:net';
 import { Controller, Get } from '@nestjs/common';
 import { Public } from '../src/shared/auth/access.decorators';
+import { startTcpProxy } from './support/tcp-proxy';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 @Controller('test')
@@ -92,33 +92,13 @@ describe('error envelope', () => {
 
 describe('database unreachable', () => {
   it('answers 503 SERVICE_UNAVAILABLE with Retry-After, then recovers', async () => {
-    const target = new URL(process.env.DATABASE_URL!);
-    const sockets = new Set<Socket>();
-    let accepting = true;
-    const proxy: Server = createServer((client) => {
-      if (!accepting) return client.destroy();
-      const upstream = new Socket();
-      upstream.connect(Number(target.port), target.hostname);
-      client.pipe(upstream).pipe(client);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('error', () => s.destroy());
-        s.on('close', () => sockets.delete(s));
-      }
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const port = (proxy.address() as { port: number }).port;
-    const viaProxy = new URL(target);
-    viaProxy.port = String(port);
-    viaProxy.hostname = '127.0.0.1';
-
-    const t = await createTestApp({ env: { DATABASE_URL: viaProxy.toString() } });
+    const proxy = await startTcpProxy(process.env.DATABASE_URL!);
+    const t = await createTestApp({ env: { DATABASE_URL: proxy.url } });
     try {
       const org = await t.newOrg();
       expect((await t.http().get('/api/auth/me').set(bearer(org.admin))).status).toBe(200);
 
-      accepting = false;
-      for (const s of sockets) s.destroy();
+      proxy.cut();
       const res = await t.http().get('/api/auth/me').set(bearer(org.admin));
       expect(res.status).toBe(503);
       expectEnvelope(res.body, 'SERVICE_UNAVAILABLE', 503);
@@ -127,14 +107,13 @@ describe('database unreachable', () => {
       expect(ready.status).toBe(503);
       expectEnvelope(ready.body, 'SERVICE_UNAVAILABLE', 503);
 
-      accepting = true;
+      proxy.restore();
       const again = await t.http().get('/api/auth/me').set(bearer(org.admin));
       expect(again.status).toBe(200);
     } finally {
-      accepting = true;
+      proxy.restore();
       await t.close();
-      for (const s of sockets) s.destroy();
-      proxy.close();
+      await proxy.close();
     }
   });
 });

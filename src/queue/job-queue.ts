@@ -8,7 +8,10 @@ import { DatabaseConnection } from '../database/database.module';
 
 export const QUEUE_SCHEMA = 'pgboss';
 
-/** Seconds between pg-boss supervision passes: expired leases are reclaimed this often. */
+/**
+ * Seconds between pg-boss supervision passes. Expired leases are reclaimed in the per-queue
+ * monitor pass, so both intervals are short: a dead worker's job runs again within seconds.
+ */
 const SUPERVISE_SECONDS = 2;
 
 /** A queue and, on worker processes, what processes its jobs. */
@@ -67,6 +70,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       supervise: worker,
       schedule: false,
       superviseIntervalSeconds: SUPERVISE_SECONDS,
+      monitorIntervalSeconds: SUPERVISE_SECONDS,
       useListenNotify: worker && !connection.singleSession,
       instanceName: `platform-${config.role}`,
       openTelemetry: { enabled: false },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { DatabaseConnection } from '../database/database.module';
 
 const CHANNEL = 'platform_signals';
@@ -21,7 +21,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly local = new EventEmitter().setMaxListeners(0);
   private readonly origin = randomUUID();
   private listener: Client | null = null;
-  private publisher: Client | null = null;
+  private publisher: Pool | null = null;
   private stopped = false;
   private failures = 0;
   private reconnectTimer?: NodeJS.Timeout;
@@ -81,16 +81,14 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   private async notify(payload: string): Promise<void> {
+    if (!this.publisher) {
+      this.publisher = new Pool({ connectionString: this.connection.url, max: 1, application_name: 'platform-signals' });
+      // A dropped idle connection is replaced on the next signal.
+      this.publisher.on('error', () => undefined);
+    }
     try {
-      if (!this.publisher) {
-        const client = new Client({ connectionString: this.connection.url, application_name: 'platform-signals' });
-        client.on('error', () => (this.publisher = null));
-        await client.connect();
-        this.publisher = client;
-      }
       await this.publisher.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
     } catch (error) {
-      this.publisher = null;
       this.logger.debug(`Signal not sent: ${(error as Error).message}`);
     }
   }

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { LoopbackServer, startLoopbackServer } from '../../src/modules/plugins/catalog/test-support/loopback-server';
+import { executionsWithoutLiveJob, install, registerAgent } from '../support/agents';
+import { ServiceProcess, startService } from '../support/service-process';
+import { startTcpProxy } from '../support/tcp-proxy';
+import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
+
+/**
+ * Real worker processes (APP_ROLE=worker) beside this test's API-only app, all on one
+ * Postgres. The remote agent is a loopback server that records every call with its
+ * Idempotency-Key and answers after a delay, so workers die with calls in flight.
+ */
+const SECRETS_KEY = randomBytes(32).toString('hex');
+const WORKER_ENV = { APP_ROLE: 'worker', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1', WORKER_CONCURRENCY: '4' };
+const REPLY_DELAY_MS = 600;
+
+jest.setTimeout(240_000);
+
+describe('durable execution under failure', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let remote: LoopbackServer;
+  let inFlight = 0;
+  const workers: ServiceProcess[] = [];
+
+  beforeAll(async () => {
+    remote = await startLoopbackServer((req, res) => {
+      inFlight++;
+      const timer = setTimeout(() => {
+        inFlight--;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ key: req.headers['idempotency-key'] }));
+      }, REPLY_DELAY_MS);
+      res.on('close', () => {
+        if (!res.writableEnded) {
+          clearTimeout(timer);
+          inFlight--;
+        }
+      });
+    });
+    t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
+    org = await t.newOrg();
+    await install(t, org, 'http');
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await t.close();
+    await remote.close();
+  });
+
+  const enqueue = async (agentId: string, count: number): Promise<string[]> => {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(10, count - i) }, (_, j) =>
+          t
+            .http()
+            .post(`/api/agents/${agentId}/execute?wait=0`)
+            .set(bearer(org.member))
+            .send({ input: { n: i + j } }),
+        ),
+      );
+      for (const res of batch) expect(res.status).toBe(202);
+      ids.push(...batch.map((r) => r.body.id as string));
+    }
+    return ids;
+  };
+
+  const untilFinished = async (ids: string[], timeoutMs: number) => {
+    const dataSource = t.app.get(DataSource);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const rows = await dataSource.query<Array<{ id: string; status: string; attempts: number; output: { key?: string } | null }>>(
+        'SELECT id, status, attempts, output FROM agent_executions WHERE id = ANY($1::uuid[])',
+        [ids],
+      );
+      if (rows.every((r) => !['queued', 'running'].includes(r.status)) || Date.now() > deadline) return rows;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+
+  const waitForCallsInFlight = async () => {
+    const deadline = Date.now() + 10_000;
+    while (inFlight === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it('loses nothing when workers are killed with SIGKILL mid-flight, and repeats carry the same key', async () => {
+    workers.push(await startService(WORKER_ENV), await startService(WORKER_ENV));
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
+    const ids: string[] = [];
+    for (let kill = 0; kill < 3; kill++) {
+      ids.push(...(await enqueue(agentId, 20)));
+      await waitForCallsInFlight();
+      const victim = workers.splice(kill % workers.length, 1)[0];
+      await victim.kill('SIGKILL');
+      workers.push(await startService(WORKER_ENV));
+    }
+
+    const rows = await untilFinished(ids, 120_000);
+    expect(rows).toHaveLength(ids.length);
+    for (const row of rows) {
+      expect(row).toMatchObject({ status: 'succeeded', output: { key: row.id } });
+    }
+
+    const calls = new Map<string, number>();
+    for (const req of remote.requests) {
+      const key = String(req.headers['idempotency-key']);
+      calls.set(key, (calls.get(key) ?? 0) + 1);
+    }
+    expect([...calls.keys()].sort()).toEqual([...ids].sort());
+    // A call repeated after a crash is the same execution's key; never more calls than attempts.
+    for (const row of rows) expect(calls.get(row.id)).toBeLessThanOrEqual(row.attempts);
+    expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+    for (const worker of workers) expect(worker.alive()).toBe(true);
+  });
+
+  it('rides out a Postgres outage: workers reconnect and every execution finishes', async () => {
+    await Promise.all(workers.splice(0).map((w) => w.kill()));
+    const proxy = await startTcpProxy(process.env.DATABASE_URL!);
+    try {
+      const env = { ...WORKER_ENV, DATABASE_URL: proxy.url };
+      workers.push(await startService(env), await startService(env));
+      const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
+      const ids = await enqueue(agentId, 40);
+
+      await waitForCallsInFlight();
+      proxy.cut();
+      await new Promise((r) => setTimeout(r, 3000));
+      proxy.restore();
+
+      const rows = await untilFinished(ids, 120_000);
+      expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
+      for (const worker of workers) expect(worker.alive()).toBe(true);
+      expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.kill()));
+      await proxy.close();
+    }
+  });
+});

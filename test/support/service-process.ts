@@ -1,0 +1,54 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export interface ServiceProcess {
+  port: number;
+  child: ChildProcess;
+  /** True while the process has not exited. */
+  alive(): boolean;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The service as its own OS process (src/main.ts through ts-node), ready once /health/ready
+ * answers 200. Used to run real worker processes beside the test's API, and to kill them.
+ */
+export async function startService(env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-r', 'ts-node/register', join(__dirname, '../../src/main.ts')], {
+    cwd: join(__dirname, '../..'),
+    env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1', LOG_LEVEL: 'error', ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const service: ServiceProcess = {
+    port,
+    child,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    async kill(signal = 'SIGKILL') {
+      if (service.alive()) child.kill(signal);
+      await exited;
+    },
+  };
+  const deadline = Date.now() + readyTimeoutMs;
+  while (Date.now() < deadline) {
+    if (!service.alive()) throw new Error(`service exited during start (code ${child.exitCode})`);
+    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return service;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await service.kill();
+  throw new Error('service did not become ready in time');
+}

@@ -3,11 +3,14 @@ import { EventEmitter } from 'node:events';
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Client, Pool } from 'pg';
 import { DatabaseConnection } from '../database/database.module';
+import { Coalescer } from '../shared/batching/coalescer';
 
 const CHANNEL = 'platform_signals';
 /** How often a waiter re-reads its row when no signal comes (a lost NOTIFY, a dropped listener). */
 const POLL_MS = 1000;
 const RECONNECT_MS = [250, 500, 1000, 2000, 5000];
+/** A NOTIFY payload holds under 8000 bytes; a signal is a topic and a UUID. */
+const SIGNALS_PER_NOTIFY = 100;
 
 /**
  * Best-effort "something changed" signals between processes: an execution finished, a cancel
@@ -38,11 +41,14 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     await Promise.all([this.listener?.end().catch(() => undefined), this.publisher?.end().catch(() => undefined)]);
   }
 
-  /** Tells every process (this one at once) that `topic` happened to `id`. */
-  publish(topic: string, id: string): void {
-    this.deliver(topic, id);
+  /**
+   * Tells every process (this one at once) that `topic` happened to `id`. `value` (e.g. the
+   * finished record) reaches this process's waiters only; others re-read.
+   */
+  publish(topic: string, id: string, value?: unknown): void {
+    this.deliver(topic, id, value);
     if (this.connection.singleSession || this.stopped) return;
-    void this.notify(`${this.origin}|${topic}|${id}`);
+    void this.outbox.add(`${topic}|${id}`).catch(() => undefined);
   }
 
   on(topic: string, handler: (id: string) => void): void {
@@ -56,14 +62,18 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   async waitFor<T>(topic: string, id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
     const key = `${topic}:${id}`;
     let wake = () => {};
-    const onSignal = () => wake();
+    let delivered: T | undefined;
+    const onSignal = (value?: T) => {
+      delivered = value;
+      wake();
+    };
     this.local.on(key, onSignal);
     const deadline = Date.now() + timeoutMs;
     try {
       for (;;) {
         // Armed before the check, so a signal that lands during it is not missed.
         const signaled = new Promise<void>((resolve) => (wake = resolve));
-        const result = await check();
+        const result = delivered ?? (await check());
         const left = deadline - Date.now();
         if (result !== null || left <= 0) return result;
         let timer: NodeJS.Timeout | undefined;
@@ -75,10 +85,18 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     }
   }
 
-  private deliver(topic: string, id: string): void {
-    this.local.emit(`${topic}:${id}`);
+  private deliver(topic: string, id: string, value?: unknown): void {
+    this.local.emit(`${topic}:${id}`, value);
     this.local.emit(topic, id);
   }
+
+  /** Signals raised in one turn go out as few NOTIFYs as their size allows. */
+  private readonly outbox = new Coalescer<string, void>(async (signals) => {
+    for (let i = 0; i < signals.length; i += SIGNALS_PER_NOTIFY) {
+      await this.notify(`${this.origin}|${signals.slice(i, i + SIGNALS_PER_NOTIFY).join(';')}`);
+    }
+    return signals.map(() => undefined);
+  });
 
   private async notify(payload: string): Promise<void> {
     if (!this.publisher) {
@@ -108,8 +126,9 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     client.on('error', retry);
     client.on('end', retry);
     client.on('notification', (message) => {
-      const [origin, topic, id] = (message.payload ?? '').split('|');
-      if (origin !== this.origin && topic && id) this.deliver(topic, id);
+      const [origin, ...signals] = (message.payload ?? '').split(/[|;]/);
+      if (origin === this.origin) return;
+      for (let i = 0; i + 1 < signals.length; i += 2) this.deliver(signals[i], signals[i + 1]);
     });
     try {
       await client.connect();

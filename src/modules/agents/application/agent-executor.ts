@@ -5,7 +5,8 @@ import { Signals } from '../../../queue/signals';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { ExecutionError, PluginLogger } from '../../plugins/domain/plugin';
-import { AttemptOutcome, ExecutionFailure } from '../domain/execution';
+import { Coalescer } from '../../../shared/batching/coalescer';
+import { AttemptOutcome, Execution, ExecutionFailure } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt } from '../domain/execution.repository';
 import { AgentMetrics } from './agent-metrics';
 import { AGENT_QUEUE, EXECUTION_CANCELED, EXECUTION_FINISHED, ExecutionJob } from './execution-job';
@@ -29,6 +30,10 @@ const BATCH_SIZE = 16;
 export class AgentExecutor implements OnModuleInit {
   private readonly logger = new Logger('AgentExecutor');
   private readonly running = new Map<string, AbortController>();
+  /** Outcomes finished in the same turn are written in one statement. */
+  private readonly finishes = new Coalescer<{ id: string; outcome: AttemptOutcome }, Execution | null>((outcomes) =>
+    this.executions.finish(outcomes),
+  );
 
   constructor(
     private readonly queue: JobQueue,
@@ -44,48 +49,71 @@ export class AgentExecutor implements OnModuleInit {
     this.signals.on(EXECUTION_CANCELED, (id) => this.running.get(id)?.abort());
   }
 
-  handle(jobs: Array<Job<ExecutionJob>>): Promise<JobResult[]> {
+  /**
+   * One batch: the executions are moved to `running` in one statement, run concurrently, and
+   * their outcomes written together as they come in. A job whose attempt could not be
+   * recorded (the database went away) is failed, so the queue runs it again.
+   */
+  async handle(jobs: Array<Job<ExecutionJob>>): Promise<JobResult[]> {
+    let started: StartedAttempt[];
+    try {
+      started = await this.executions.start(jobs.map((job) => job.data.executionId));
+    } catch (error) {
+      this.logger.warn(`Executions not started: ${(error as Error).message}`);
+      return jobs.map((job) => ({ id: job.id, status: 'failed', output: { message: (error as Error).message } }));
+    }
+    const byExecution = new Map(started.map((a) => [a.execution.id, a]));
+    const pluginConfigs = new Map<string, Promise<Record<string, unknown> | null>>();
     return Promise.all(
       jobs.map(async (job): Promise<JobResult> => {
+        const attempt = byExecution.get(job.data.executionId);
+        // Canceled, already finished, or its agent deleted: nothing to run.
+        if (!attempt) return { id: job.id, status: 'completed' };
         try {
-          return { id: job.id, status: (await this.process(job)) ? 'completed' : 'failed' };
+          return { id: job.id, status: (await this.process(attempt, job.signal, pluginConfigs)) ? 'completed' : 'failed' };
         } catch (error) {
-          // The database went away mid-attempt: the job is retried; the execution stays unfinished until then.
-          this.logger.warn(`Execution ${job.data.executionId} not recorded: ${(error as Error).message}`);
+          this.logger.warn(`Execution ${attempt.execution.id} not recorded: ${(error as Error).message}`);
           return { id: job.id, status: 'failed', output: { message: (error as Error).message } };
         }
       }),
     );
   }
 
-  /** Runs one attempt; answers false when the job should be retried. */
-  private async process(job: Job<ExecutionJob>): Promise<boolean> {
-    const attempt = await this.executions.start(job.data.executionId);
-    if (!attempt) return true;
+  /** Runs one attempt and records it; answers false when the job should be retried. */
+  private async process(
+    attempt: StartedAttempt,
+    lease: AbortSignal,
+    pluginConfigs: Map<string, Promise<Record<string, unknown> | null>>,
+  ): Promise<boolean> {
     this.metrics.reached(attempt.kind, 'running');
-    const id = attempt.execution.id;
-    const outcome = await this.attempt(attempt, job.signal);
+    const { organizationId, id } = attempt.execution;
+    const slug = attempt.kind.split('.', 1)[0];
+    const key = `${organizationId}:${slug}`;
+    if (!pluginConfigs.has(key)) pluginConfigs.set(key, this.pluginConfig(organizationId, slug));
+    const outcome = await this.attempt(attempt, await pluginConfigs.get(key)!, lease);
     if (outcome.status !== 'succeeded' && RETRYABLE.has(outcome.error.code) && attempt.execution.attempts < attempt.maxAttempts) {
       return !(await this.executions.awaitRetry(id, outcome.error));
     }
-    const finished = await this.executions.finish(id, outcome);
+    const finished = await this.finishes.add({ id, outcome });
     if (finished) {
       this.metrics.finished(attempt.kind, finished);
-      this.signals.publish(EXECUTION_FINISHED, id);
+      this.signals.publish(EXECUTION_FINISHED, id, finished);
     }
     return true;
   }
 
-  private async attempt(attempt: StartedAttempt, lease: AbortSignal): Promise<AttemptOutcome> {
+  /** The installation's config (secrets decrypted), or null when the plugin is no longer installed. */
+  private pluginConfig(organizationId: string, slug: string): Promise<Record<string, unknown> | null> {
+    return this.plugins.get(organizationId, slug).then(
+      ({ installation }) => installation.config,
+      () => null,
+    );
+  }
+
+  private async attempt(attempt: StartedAttempt, pluginConfig: Record<string, unknown> | null, lease: AbortSignal): Promise<AttemptOutcome> {
     const { execution, kind, timeoutMs } = attempt;
     const found = this.registry.capability('agentKinds', kind);
-    const slug = kind.split('.', 1)[0];
-    let pluginConfig: Record<string, unknown>;
-    try {
-      pluginConfig = (await this.plugins.get(execution.organizationId, slug)).installation.config;
-    } catch {
-      return failed('PLUGIN_NOT_FOUND', `Plugin '${slug}' is not installed`);
-    }
+    if (!pluginConfig) return failed('PLUGIN_NOT_FOUND', `Plugin '${kind.split('.', 1)[0]}' is not installed`);
     if (!found) return failed('PLUGIN_NOT_FOUND', `Agent kind '${kind}' is not in the catalog`);
 
     const cancel = new AbortController();

@@ -58,9 +58,12 @@ export class ExecutionReconciler implements OnApplicationBootstrap, OnApplicatio
       for (const orphan of candidates.filter((c) => !c.jobId || !live.has(c.jobId))) {
         if (orphan.attempts < orphan.maxAttempts + LOST_WORKER_ALLOWANCE) {
           if (await this.requeue(orphan)) result.requeued++;
-        } else if (await this.executions.abandon(orphan.id, orphan.jobId, EXECUTION_LOST)) {
-          this.signals.publish(EXECUTION_FINISHED, orphan.id);
-          result.failed++;
+        } else {
+          const abandoned = await this.executions.abandon(orphan.id, orphan.jobId, EXECUTION_LOST);
+          if (abandoned) {
+            this.signals.publish(EXECUTION_FINISHED, orphan.id, abandoned);
+            result.failed++;
+          }
         }
       }
       if (result.requeued) this.queue.wake(AGENT_QUEUE);

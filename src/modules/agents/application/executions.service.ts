@@ -8,7 +8,6 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { IdempotencyKeys } from '../../../shared/idempotency/idempotency-keys';
 import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { PluginsService } from '../../plugins/application/plugins.service';
 import { Execution, HistoryFilter, isFinished, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
 import { AgentMetrics } from './agent-metrics';
@@ -32,7 +31,6 @@ export function executionNotFound(): DomainError {
 export class ExecutionsService {
   constructor(
     private readonly agents: AgentsService,
-    private readonly plugins: PluginsService,
     private readonly executions: ExecutionRepository,
     private readonly idempotency: IdempotencyKeys,
     private readonly queue: JobQueue,
@@ -84,7 +82,7 @@ export class ExecutionsService {
     const agent = await this.agents.get(caller.organizationId, agentId);
     this.metrics.finished(agent.kind, canceled);
     this.signals.publish(EXECUTION_CANCELED, id);
-    this.signals.publish(EXECUTION_FINISHED, id);
+    this.signals.publish(EXECUTION_FINISHED, id, canceled);
     return canceled;
   }
 
@@ -93,8 +91,8 @@ export class ExecutionsService {
     organizationId: string,
     request: ExecuteRequest,
   ): Promise<{ execution: Execution; created: boolean; kind: string }> {
+    // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);
-    await this.plugins.get(organizationId, agent.pluginSlug);
     if (agent.inputSchema) assertSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
 
     const id = randomUUID();

@@ -28,10 +28,13 @@ export abstract class ExecutionRepository {
   abstract find(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
   abstract findById(id: string): Promise<Execution | null>;
   abstract history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>>;
-  /** Moves an unfinished execution to `running` and counts the attempt; null when it is finished or gone. */
-  abstract start(id: string): Promise<StartedAttempt | null>;
-  /** Records the final outcome of a running execution; false when it was no longer running (canceled meanwhile). */
-  abstract finish(id: string, outcome: AttemptOutcome): Promise<Execution | null>;
+  /** Moves unfinished executions to `running`, counting the attempt; finished or gone ones are left out. */
+  abstract start(ids: string[]): Promise<StartedAttempt[]>;
+  /**
+   * Records final outcomes of running executions, answering each updated execution, or null
+   * where it was no longer running (canceled meanwhile).
+   */
+  abstract finish(outcomes: Array<{ id: string; outcome: AttemptOutcome }>): Promise<Array<Execution | null>>;
   /** Back to `queued` to wait for its retry, with the last attempt's error. */
   abstract awaitRetry(id: string, error: ExecutionFailure): Promise<boolean>;
   abstract cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null>;

@@ -64,28 +64,43 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return toPage(rows, page.limit, (e) => e);
   }
 
-  async start(id: string): Promise<StartedAttempt | null> {
-    const [row] = await this.returning<
-      RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }
-    >(
+  async start(ids: string[]): Promise<StartedAttempt[]> {
+    const rows = await this.returning<RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }>(
       `UPDATE agent_executions e
        SET status = 'running', attempts = e.attempts + 1, started_at = COALESCE(e.started_at, now())
        FROM agents a
-       WHERE e.id = $1 AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
+       WHERE e.id = ANY($1::uuid[]) AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
        RETURNING e.*, a.kind, a.config, a.timeout_ms, a.max_attempts`,
-      [id],
+      [ids],
     );
-    if (!row) return null;
-    return { execution: toExecution(row), kind: row.kind, config: row.config, timeoutMs: row.timeout_ms, maxAttempts: row.max_attempts };
+    return rows.map((row) => ({
+      execution: toExecution(row),
+      kind: row.kind,
+      config: row.config,
+      timeoutMs: row.timeout_ms,
+      maxAttempts: row.max_attempts,
+    }));
   }
 
-  async finish(id: string, outcome: AttemptOutcome): Promise<Execution | null> {
-    const [row] = await this.returning<RawExecution>(
-      `UPDATE agent_executions SET status = $2, output = $3, error = $4, finished_at = now()
-       WHERE id = $1 AND status = 'running' RETURNING *`,
-      [id, outcome.status, json('output' in outcome ? outcome.output : null), json('error' in outcome ? outcome.error : null)],
+  async finish(outcomes: Array<{ id: string; outcome: AttemptOutcome }>): Promise<Array<Execution | null>> {
+    const input = outcomes.map(({ id, outcome }) => ({
+      id,
+      status: outcome.status,
+      output: 'output' in outcome ? (outcome.output ?? null) : null,
+      error: 'error' in outcome ? outcome.error : null,
+    }));
+    const rows = await this.txHost.tx.query<RawExecution[]>(
+      `WITH outcome AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, output jsonb, error jsonb)),
+       done AS (
+         UPDATE agent_executions e
+         SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
+         FROM outcome o WHERE e.id = o.id AND e.status = 'running'
+         RETURNING e.*
+       ) SELECT * FROM done`,
+      [JSON.stringify(input)],
     );
-    return row ? toExecution(row) : null;
+    const byId = new Map(rows.map((row) => [row.id, toExecution(row)]));
+    return outcomes.map(({ id }) => byId.get(id) ?? null);
   }
 
   async awaitRetry(id: string, error: ExecutionFailure): Promise<boolean> {

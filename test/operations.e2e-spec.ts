@@ -9,7 +9,7 @@ describe('operations', () => {
     expect((await t.http().get('/health/live')).body).toEqual({ status: 'ok' });
     const ready = await t.http().get('/health/ready');
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' } } });
+    expect(ready.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, queue: { status: 'up' } } });
   });
 
   it('puts a request id on every response and echoes the client one', async () => {

@@ -80,6 +80,11 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     this.boss.on('warning', (warning) => this.logger.debug(`Queue warning: ${warning.message}`));
   }
 
+  /** Started and not stopped: jobs can be sent (and, on a worker, are taken). */
+  get running(): boolean {
+    return this.started;
+  }
+
   register<T extends object>(definition: QueueDefinition<T>): void {
     if (this.started) throw new Error(`Queue '${definition.name}' registered after the queue started`);
     this.definitions.set(definition.name, definition as unknown as QueueDefinition<object>);

@@ -4,6 +4,7 @@ import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorServ
 import { DataSource } from 'typeorm';
 import { Public } from '../../shared/auth/access.decorators';
 import { ApiPublicErrors } from '../../shared/http/api-errors.decorator';
+import { JobQueue } from '../../queue/job-queue';
 import { Metrics } from './metrics';
 
 const READY_TIMEOUT_MS = 2000;
@@ -17,6 +18,7 @@ export class OperationsController {
     private readonly indicators: HealthIndicatorService,
     private readonly dataSource: DataSource,
     private readonly metrics: Metrics,
+    private readonly queue: JobQueue,
   ) {}
 
   @Get('health/live')
@@ -27,10 +29,10 @@ export class OperationsController {
 
   @Get('health/ready')
   @HealthCheck()
-  @ApiOkResponse({ description: 'The database answers' })
+  @ApiOkResponse({ description: 'The database answers and the job queue is running' })
   @ApiPublicErrors()
   ready(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.database()]);
+    return this.health.check([() => this.database(), () => this.jobQueue()]);
   }
 
   @Get('metrics')
@@ -38,6 +40,11 @@ export class OperationsController {
   @ApiExcludeEndpoint()
   scrape(): Promise<string> {
     return this.metrics.registry.metrics();
+  }
+
+  private jobQueue() {
+    const indicator = this.indicators.check('queue');
+    return this.queue.running ? indicator.up() : indicator.down({ message: 'job queue not running' });
   }
 
   private async database() {

@@ -110,7 +110,11 @@ export class AgentExecutor implements OnModuleInit {
     );
   }
 
-  private async attempt(attempt: StartedAttempt, pluginConfig: Record<string, unknown> | null, lease: AbortSignal): Promise<AttemptOutcome> {
+  private async attempt(
+    attempt: StartedAttempt,
+    pluginConfig: Record<string, unknown> | null,
+    lease: AbortSignal,
+  ): Promise<AttemptOutcome> {
     const { execution, kind, timeoutMs } = attempt;
     const found = this.registry.capability('agentKinds', kind);
     if (!pluginConfig) return failed('PLUGIN_NOT_FOUND', `Plugin '${kind.split('.', 1)[0]}' is not installed`);

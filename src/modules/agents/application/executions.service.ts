@@ -44,18 +44,25 @@ export class ExecutionsService {
    */
   async execute(organizationId: string, request: ExecuteRequest): Promise<Execution> {
     const { execution, created, kind } = await this.enqueue(organizationId, request);
-    if (created) {
-      this.metrics.reached(kind, 'queued');
-      this.queue.wake(AGENT_QUEUE);
+    if (created) this.metrics.reached(kind, 'queued');
+    if (isFinished(execution) || request.waitSeconds === 0) {
+      if (created) this.queue.wake(AGENT_QUEUE);
+      return execution;
     }
-    if (isFinished(execution) || request.waitSeconds === 0) return execution;
-    const finished = await this.waitForFinish(execution.id, request.waitSeconds * 1000);
-    return finished ?? (await this.executions.findById(execution.id)) ?? execution;
+    // Listening before the worker is woken: a fresh execution needs no first read.
+    const finished = this.waitForFinish(execution.id, request.waitSeconds * 1000, !created);
+    if (created) this.queue.wake(AGENT_QUEUE);
+    return (await finished) ?? (await this.executions.findById(execution.id)) ?? execution;
   }
 
   /** The execution once final, or null if `timeoutMs` passes first. */
-  waitForFinish(id: string, timeoutMs: number): Promise<Execution | null> {
+  waitForFinish(id: string, timeoutMs: number, readFirst = true): Promise<Execution | null> {
+    let read = readFirst;
     return this.signals.waitFor(EXECUTION_FINISHED, id, timeoutMs, async () => {
+      if (!read) {
+        read = true;
+        return null;
+      }
       const current = await this.executions.findById(id);
       return current && isFinished(current) ? current : null;
     });

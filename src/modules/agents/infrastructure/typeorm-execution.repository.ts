@@ -65,7 +65,9 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
   }
 
   async start(ids: string[]): Promise<StartedAttempt[]> {
-    const rows = await this.returning<RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }>(
+    const rows = await this.returning<
+      RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }
+    >(
       `UPDATE agent_executions e
        SET status = 'running', attempts = e.attempts + 1, started_at = COALESCE(e.started_at, now())
        FROM agents a

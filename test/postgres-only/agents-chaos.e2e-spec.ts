@@ -114,6 +114,37 @@ describe('durable execution under failure', () => {
     for (const worker of workers) expect(worker.alive()).toBe(true);
   });
 
+  it('lets running attempts finish on SIGTERM, then exits; the rest waits for the next worker', async () => {
+    await Promise.all(workers.splice(0).map((w) => w.kill()));
+    const worker = await startService(WORKER_ENV);
+    workers.push(worker);
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 5000 });
+    const before = remote.requests.length;
+    const ids = await enqueue(agentId, 20);
+    await waitForCallsInFlight();
+    worker.child.kill('SIGTERM');
+    const ended = await worker.exited;
+    // Nest re-raises the signal once shut down; exit code 1 would be the grace watchdog.
+    expect(ended.signal === 'SIGTERM' || ended.code === 0).toBe(true);
+
+    const dataSource = t.app.get(DataSource);
+    const called = new Set(remote.requests.slice(before).map((r) => String(r.headers['idempotency-key'])));
+    const afterStop = await dataSource.query<Array<{ id: string; status: string }>>(
+      'SELECT id, status FROM agent_executions WHERE id = ANY($1::uuid[])',
+      [ids],
+    );
+    // Every attempt that had called the agent was recorded before the process ended.
+    for (const row of afterStop.filter((r) => called.has(r.id))) expect(row.status).toBe('succeeded');
+    expect(afterStop.filter((r) => !called.has(r.id)).every((r) => r.status === 'queued')).toBe(true);
+
+    workers.splice(0);
+    workers.push(await startService(WORKER_ENV));
+    const rows = await untilFinished(ids, 60_000);
+    expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
+    const calls = remote.requests.slice(before).map((r) => String(r.headers['idempotency-key']));
+    expect(calls.sort()).toEqual([...ids].sort());
+  });
+
   it('rides out a Postgres outage: workers reconnect and every execution finishes', async () => {
     await Promise.all(workers.splice(0).map((w) => w.kill()));
     const proxy = await startTcpProxy(process.env.DATABASE_URL!);

@@ -7,6 +7,8 @@ export interface ServiceProcess {
   child: ChildProcess;
   /** True while the process has not exited. */
   alive(): boolean;
+  /** Resolves with how the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -29,10 +31,13 @@ export async function startService(env: Record<string, string>, readyTimeoutMs =
     env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1', LOG_LEVEL: 'error', ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const service: ServiceProcess = {
     port,
     child,
+    exited,
     alive: () => child.exitCode === null && child.signalCode === null,
     async kill(signal = 'SIGKILL') {
       if (service.alive()) child.kill(signal);

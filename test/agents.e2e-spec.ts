@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { startLoopbackServer, LoopbackServer, RecordedRequest } from '../src/modules/plugins/catalog/test-support/loopback-server';
+import { JobReconciler } from '../src/queue/job-reconciler';
 import { executionsWithoutLiveJob, install, registerAgent, settled } from './support/agents';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -471,8 +472,7 @@ describe('agents', () => {
       const exhausted = await orphan(10);
       expect(await executionsWithoutLiveJob(dataSource)).toEqual(expect.arrayContaining([recoverable, exhausted]));
 
-      const { ExecutionReconciler } = await import('../src/modules/agents/application/execution-reconciler');
-      const result = await t.app.get(ExecutionReconciler).reconcile();
+      const result = await t.app.get(JobReconciler).reconcile();
       expect(result).toMatchObject({ requeued: 1, failed: 1 });
       expect(await settled(t, org, id, recoverable)).toMatchObject({ status: 'succeeded', output: 'LOST', attempts: 2 });
       expect(await settled(t, org, id, exhausted)).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_LOST' } });

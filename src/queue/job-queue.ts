@@ -30,6 +30,11 @@ export interface SendOptions {
   leaseSeconds: number;
   /** Retries pg-boss allows (failed attempts and lost workers alike). */
   retryLimit: number;
+  /**
+   * For long jobs: the worker touches the job this often (halved) and a job not touched for
+   * this long is taken as lost, whatever its lease. At least 10.
+   */
+  heartbeatSeconds?: number;
 }
 
 /**
@@ -131,6 +136,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       db: this.transactionDb(),
       expireInSeconds: options.leaseSeconds,
       retryLimit: options.retryLimit,
+      heartbeatSeconds: options.heartbeatSeconds,
       retryDelay: 1,
       retryBackoff: true,
       retryDelayMax: 60,

@@ -34,7 +34,7 @@ export async function settled(t: TestApp, org: TestOrg, agentId: string, executi
 export async function executionsWithoutLiveJob(dataSource: DataSource): Promise<string[]> {
   const rows = await dataSource.query<Array<{ id: string }>>(
     `SELECT e.id FROM agent_executions e
-     WHERE e.status IN ('queued', 'running')
+     WHERE e.status IN ('queued', 'running') AND e.triggered_by->>'type' = 'user'
        AND NOT EXISTS (SELECT 1 FROM pgboss.job j WHERE j.id = e.job_id AND j.state IN ('created', 'retry', 'active'))`,
   );
   return rows.map((r) => r.id);

@@ -6,7 +6,7 @@ import { AgentsController } from './api/agents.controller';
 import { AgentExecutor } from './application/agent-executor';
 import { AgentMetrics } from './application/agent-metrics';
 import { AgentsService, AgentUsage } from './application/agents.service';
-import { ExecutionReconciler } from './application/execution-reconciler';
+import { ExecutionRecords } from './application/execution-records';
 import { ExecutionsService } from './application/executions.service';
 import { AgentRepository } from './domain/agent.repository';
 import { ExecutionRepository } from './domain/execution.repository';
@@ -21,7 +21,7 @@ import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.r
     AgentUsage,
     ExecutionsService,
     AgentExecutor,
-    ExecutionReconciler,
+    ExecutionRecords,
     AgentMetrics,
     IdempotencyKeys,
     { provide: AgentRepository, useClass: TypeOrmAgentRepository },

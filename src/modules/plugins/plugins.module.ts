@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { PluginsController } from './api/plugins.controller';
+import { CapabilityRunner } from './application/capability-runner';
 import { PluginRegistry } from './application/plugin-registry';
 import { PluginsService } from './application/plugins.service';
 import { InstallationRepository, PluginUsage } from './domain/installation.repository';
@@ -7,7 +8,7 @@ import { TypeOrmInstallationRepository } from './infrastructure/typeorm-installa
 
 @Module({
   controllers: [PluginsController],
-  providers: [PluginRegistry, PluginsService, PluginUsage, { provide: InstallationRepository, useClass: TypeOrmInstallationRepository }],
-  exports: [PluginRegistry, PluginsService, PluginUsage],
+  providers: [PluginRegistry, PluginsService, PluginUsage, CapabilityRunner, { provide: InstallationRepository, useClass: TypeOrmInstallationRepository }],
+  exports: [PluginRegistry, PluginsService, PluginUsage, CapabilityRunner],
 })
 export class PluginsModule {}

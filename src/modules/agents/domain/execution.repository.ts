@@ -38,7 +38,10 @@ export abstract class ExecutionRepository {
   /** Back to `queued` to wait for its retry, with the last attempt's error. */
   abstract awaitRetry(id: string, error: ExecutionFailure): Promise<boolean>;
   abstract cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
-  /** Unfinished executions older than `olderThanMs`, oldest first, for the reconciler. */
+  /**
+   * Unfinished executions on their own jobs (not steps of a workflow run, which the run's job
+   * carries) older than `olderThanMs`, oldest first, for the reconciler.
+   */
   abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]>;
   /** Points the execution at a new job, if it is still unfinished and on the old one. */
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;

@@ -130,6 +130,7 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
       `SELECT e.id, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
        FROM agent_executions e JOIN agents a ON a.id = e.agent_id
        WHERE e.${UNFINISHED_SQL} AND e.created_at < now() - make_interval(secs => $1::double precision / 1000)
+         AND e.triggered_by->>'type' = 'user'
        ORDER BY e.created_at LIMIT $2`,
       [olderThanMs, limit],
     );

@@ -5,6 +5,7 @@ import { PluginsModule } from '../plugins/plugins.module';
 import { AgentsController } from './api/agents.controller';
 import { AgentExecutor } from './application/agent-executor';
 import { AgentMetrics } from './application/agent-metrics';
+import { AgentSteps } from './application/agent-steps';
 import { AgentsService, AgentUsage } from './application/agents.service';
 import { ExecutionRecords } from './application/execution-records';
 import { ExecutionsService } from './application/executions.service';
@@ -23,10 +24,11 @@ import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.r
     AgentExecutor,
     ExecutionRecords,
     AgentMetrics,
+    AgentSteps,
     IdempotencyKeys,
     { provide: AgentRepository, useClass: TypeOrmAgentRepository },
     { provide: ExecutionRepository, useClass: TypeOrmExecutionRepository },
   ],
-  exports: [AgentsService, AgentUsage, ExecutionsService],
+  exports: [AgentsService, AgentUsage, ExecutionsService, AgentSteps],
 })
 export class AgentsModule {}

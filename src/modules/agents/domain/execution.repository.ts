@@ -35,6 +35,11 @@ export abstract class ExecutionRepository {
    * where it was no longer running (canceled meanwhile).
    */
   abstract finish(outcomes: Array<{ id: string; outcome: AttemptOutcome }>): Promise<Array<Execution | null>>;
+  /**
+   * Starts an attempt of an execution a workflow step owns: inserted as `running` the first
+   * time, attempts + 1 after. Null when it is already final (the answer is on record).
+   */
+  abstract startOwned(execution: Execution): Promise<Execution | null>;
   /** Back to `queued` to wait for its retry, with the last attempt's error. */
   abstract awaitRetry(id: string, error: ExecutionFailure): Promise<boolean>;
   abstract cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null>;

@@ -105,6 +105,18 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return outcomes.map(({ id }) => byId.get(id) ?? null);
   }
 
+  async startOwned(e: Execution): Promise<Execution | null> {
+    const [row] = await this.txHost.tx.query<RawExecution[]>(
+      `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at, started_at)
+       VALUES ($1, $2, $3, 'running', $4, 1, NULL, $5, now(), now())
+       ON CONFLICT (id) DO UPDATE SET status = 'running', attempts = agent_executions.attempts + 1, input = EXCLUDED.input
+         WHERE agent_executions.${UNFINISHED_SQL}
+       RETURNING *`,
+      [e.id, e.organizationId, e.agentId, json(e.input), json(e.triggeredBy)],
+    );
+    return row ? toExecution(row) : null;
+  }
+
   async awaitRetry(id: string, error: ExecutionFailure): Promise<boolean> {
     const rows = await this.returning(
       `UPDATE agent_executions SET status = 'queued', error = $2 WHERE id = $1 AND status = 'running' RETURNING id`,

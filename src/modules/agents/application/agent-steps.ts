@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
+import { CallOutcome, CapabilityRunner } from '../../plugins/application/capability-runner';
+import { Agent } from '../domain/agent';
+import { AgentRepository } from '../domain/agent.repository';
+import { isFinished } from '../domain/execution';
+import { ExecutionRepository } from '../domain/execution.repository';
+import { AgentMetrics } from './agent-metrics';
+import { EXECUTION_FINISHED } from './execution-job';
+
+export interface AgentStepAttempt {
+  agent: Agent;
+  /** The step's execution, the same for every attempt of the step. */
+  executionId: string;
+  runId: string;
+  stepId: string;
+  input: unknown;
+  timeoutMs: number;
+  cancel: AbortSignal;
+  lease?: AbortSignal;
+}
+
+/**
+ * Agents as workflow steps. Each step is one execution of the agent, triggered by the run
+ * (it shows in the agent's history), carried by the run's job rather than a job of its own;
+ * every attempt reuses it, and the remote agent gets the key `<runId>:<stepId>`.
+ */
+@Injectable()
+export class AgentSteps {
+  constructor(
+    private readonly agents: AgentRepository,
+    private readonly executions: ExecutionRepository,
+    private readonly runner: CapabilityRunner,
+    private readonly metrics: AgentMetrics,
+    private readonly signals: Signals,
+  ) {}
+
+  /** The agent, for its config and defaults; null once deleted. */
+  agent(organizationId: string, id: string): Promise<Agent | null> {
+    return this.agents.find(organizationId, id);
+  }
+
+  /** One attempt. An execution already final (a worker died after recording it) answers its outcome again. */
+  async attempt(step: AgentStepAttempt): Promise<CallOutcome> {
+    const { agent } = step;
+    const started = await this.executions.startOwned({
+      id: step.executionId,
+      organizationId: agent.organizationId,
+      agentId: agent.id,
+      status: 'running',
+      input: step.input ?? null,
+      output: null,
+      error: null,
+      attempts: 1,
+      jobId: null,
+      triggeredBy: { type: 'workflow_run', id: step.runId },
+      createdAt: new Date(),
+      startedAt: new Date(),
+      finishedAt: null,
+    });
+    if (!started) {
+      const recorded = await this.executions.findById(step.executionId);
+      if (recorded && isFinished(recorded)) {
+        return recorded.status === 'succeeded'
+          ? { status: 'succeeded', output: recorded.output }
+          : { status: recorded.status as 'failed' | 'timed_out' | 'canceled', error: recorded.error ?? { code: 'CANCELED', message: 'Canceled' } };
+      }
+    }
+    this.metrics.reached(agent.kind, 'running');
+    return this.runner.run({
+      kind: 'agentKinds',
+      qualified: agent.kind,
+      pluginConfig: await this.runner.pluginConfig(agent.organizationId, agent.pluginSlug),
+      config: agent.config,
+      input: step.input,
+      timeoutMs: step.timeoutMs,
+      idempotencyKey: `${step.runId}:${step.stepId}`,
+      cancel: step.cancel,
+      lease: step.lease,
+      context: { runId: step.runId, stepId: step.stepId, executionId: step.executionId },
+    });
+  }
+
+  /** Records the step's final outcome on its execution. */
+  async finish(agent: Agent, executionId: string, outcome: CallOutcome): Promise<void> {
+    const [finished] = await this.executions.finish([{ id: executionId, outcome }]);
+    if (finished) {
+      this.metrics.finished(agent.kind, finished);
+      this.signals.publish(EXECUTION_FINISHED, executionId, finished);
+    }
+  }
+}

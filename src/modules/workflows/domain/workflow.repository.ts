@@ -1,0 +1,79 @@
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { Failure, Run, RunStatus, StepStatus } from './run';
+import { WorkflowDefinition } from './definition';
+import { Workflow } from './workflow';
+
+export interface WorkflowVersion {
+  id: string;
+  workflowId: string;
+  version: number;
+  definition: WorkflowDefinition;
+  createdBy: string;
+  createdAt: Date;
+}
+
+export abstract class WorkflowRepository {
+  /** A workflow that is not deleted. */
+  abstract find(organizationId: string, id: string): Promise<Workflow | null>;
+  /** Whether the workflow ever existed in the organization (deleted ones keep their runs readable). */
+  abstract existed(organizationId: string, id: string): Promise<boolean>;
+  abstract list(organizationId: string, page: PageRequest): Promise<Page<Workflow>>;
+  /** Inserts the workflow and its current version. */
+  abstract insert(workflow: Workflow): Promise<void>;
+  /** Records the workflow's new current version, made by `createdBy`. */
+  abstract addVersion(workflow: Workflow, createdBy: string): Promise<void>;
+  abstract versions(organizationId: string, id: string, page: PageRequest): Promise<Page<WorkflowVersion>>;
+  abstract version(workflowId: string, version: number): Promise<WorkflowVersion | null>;
+  abstract delete(organizationId: string, id: string): Promise<boolean>;
+  /** Names of live workflows whose current version uses the agent. */
+  abstract namesUsingAgent(organizationId: string, agentId: string): Promise<string[]>;
+  /** Names of live workflows whose current version uses an action of the plugin. */
+  abstract namesUsingPlugin(organizationId: string, slug: string): Promise<string[]>;
+}
+
+export interface StepWrite {
+  runId: string;
+  stepId: string;
+  status: StepStatus;
+  attempts?: number;
+  input?: unknown;
+  output?: unknown;
+  error?: Failure | null;
+  executionId?: string | null;
+}
+
+export interface RunOutcome {
+  id: string;
+  status: Extract<RunStatus, 'succeeded' | 'failed' | 'timed_out'>;
+  output: unknown;
+  error: Failure | null;
+}
+
+export interface HistoryFilter {
+  status?: RunStatus;
+  since?: Date;
+}
+
+/**
+ * Runs and their steps. Every write is guarded in SQL: steps change only while their run is
+ * `running` and they are not final; a run finishes only from `running`; so a canceled run
+ * never turns `succeeded`, and a late worker cannot undo a recorded step.
+ */
+export abstract class RunRepository {
+  /** The run and its steps, all `pending`. */
+  abstract insert(run: Run, stepIds: string[]): Promise<void>;
+  abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
+  abstract findById(id: string): Promise<Run | null>;
+  /** Newest first, without steps. */
+  abstract history(organizationId: string, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;
+  /** Takes up unfinished runs (`running`, attempts + 1); finished or gone ones are left out. */
+  abstract start(ids: string[]): Promise<Run[]>;
+  /** Applies step changes; answers, per write, whether it applied. */
+  abstract writeSteps(writes: StepWrite[]): Promise<boolean[]>;
+  /** Finishes running runs: running steps become canceled, pending ones skipped. Null where it was no longer running. */
+  abstract finish(outcomes: RunOutcome[]): Promise<Array<Run | null>>;
+  abstract cancel(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
+  abstract unfinished(olderThanMs: number, limit: number): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>>;
+  abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
+  abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null>;
+}

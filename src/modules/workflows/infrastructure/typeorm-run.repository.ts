@@ -1,0 +1,263 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { Failure, Run, RunStatus, StepRun, StepStatus } from '../domain/run';
+import { HistoryFilter, RunOutcome, RunRepository, StepWrite } from '../domain/workflow.repository';
+
+interface RawRun {
+  id: string;
+  organization_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: Failure | null;
+  attempts: number;
+  job_id: string | null;
+  timeout_ms: number;
+  triggered_by: Run['triggeredBy'];
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+interface RawStep {
+  run_id: string;
+  step_id: string;
+  status: StepStatus;
+  attempts: number;
+  input: unknown;
+  output: unknown;
+  error: Failure | null;
+  execution_id: string | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+const UNFINISHED = `status IN ('queued', 'running')`;
+
+/** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
+@Injectable()
+export class TypeOrmRunRepository extends RunRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  async insert(run: Run, stepIds: string[]): Promise<void> {
+    await this.query(
+      `INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10)`,
+      [run.id, run.organizationId, run.workflowId, run.workflowVersion, run.status, json(run.input), run.jobId, run.timeoutMs, json(run.triggeredBy), run.createdAt],
+    );
+    await this.query(
+      `INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
+       SELECT $1, step_id, position - 1, 'pending', 0 FROM unnest($2::text[]) WITH ORDINALITY AS s(step_id, position)`,
+      [run.id, stepIds],
+    );
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2 AND id = $3', [organizationId, workflowId, id]);
+    return row ? (await this.withSteps([row]))[0] : null;
+  }
+
+  async findById(id: string): Promise<Run | null> {
+    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE id = $1', [id]);
+    return row ? (await this.withSteps([row]))[0] : null;
+  }
+
+  async history(organizationId: string, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    const params: unknown[] = [organizationId, workflowId];
+    const where = ['organization_id = $1', 'workflow_id = $2'];
+    if (filter.status) where.push(`status = $${params.push(filter.status)}`);
+    if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
+    if (page.cursor) {
+      const { createdAt, id } = decodeCursor(page.cursor);
+      where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
+    }
+    const rows = await this.query<RawRun>(
+      `SELECT * FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
+      params,
+    );
+    return toPage(rows.map((r) => toRun(r, [])), page.limit, (r) => r);
+  }
+
+  async start(ids: string[]): Promise<Run[]> {
+    const rows = await this.query<RawRun>(
+      `WITH started AS (
+         UPDATE workflow_runs SET status = 'running', attempts = attempts + 1, started_at = COALESCE(started_at, now())
+         WHERE id = ANY($1::uuid[]) AND ${UNFINISHED} RETURNING *
+       ) SELECT * FROM started`,
+      [ids],
+    );
+    return this.withSteps(rows);
+  }
+
+  async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
+    const rows = await this.query<{ run_id: string; step_id: string }>(
+      `WITH w AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS w(run_id uuid, step_id text, status text, attempts int, input jsonb, has_input boolean,
+                output jsonb, error jsonb, execution_id uuid)
+       ), done AS (
+         UPDATE workflow_run_steps s SET
+           status = w.status,
+           attempts = COALESCE(w.attempts, s.attempts),
+           input = CASE WHEN w.has_input THEN w.input ELSE s.input END,
+           output = CASE WHEN w.status = 'succeeded' THEN w.output ELSE NULL END,
+           error = NULLIF(w.error, 'null'::jsonb),
+           execution_id = COALESCE(w.execution_id, s.execution_id),
+           started_at = CASE WHEN w.status = 'running' THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
+           finished_at = CASE WHEN w.status IN ('pending', 'running') THEN NULL ELSE now() END
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
+         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND s.status IN ('pending', 'running')
+         RETURNING s.run_id, s.step_id
+       ) SELECT * FROM done`,
+      [
+        JSON.stringify(
+          writes.map((w) => ({
+            run_id: w.runId,
+            step_id: w.stepId,
+            status: w.status,
+            attempts: w.attempts ?? null,
+            input: w.input ?? null,
+            has_input: w.input !== undefined,
+            output: w.output ?? null,
+            error: w.error ?? null,
+            execution_id: w.executionId ?? null,
+          })),
+        ),
+      ],
+    );
+    const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}`));
+    return writes.map((w) => applied.has(`${w.runId}:${w.stepId}`));
+  }
+
+  async finish(outcomes: RunOutcome[]): Promise<Array<Run | null>> {
+    const rows = await this.query<RawRun>(
+      `WITH o AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, output jsonb, error jsonb)
+       ), finished AS (
+         UPDATE workflow_runs r SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
+         FROM o WHERE r.id = o.id AND r.status = 'running' RETURNING r.*
+       ), steps AS (
+         UPDATE workflow_run_steps s
+         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
+         FROM finished f WHERE s.run_id = f.id AND s.status IN ('pending', 'running')
+       ) SELECT * FROM finished`,
+      [JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, output: o.output ?? null, error: o.error })))],
+    );
+    const runs = new Map((await this.withSteps(rows)).map((r) => [r.id, r]));
+    return outcomes.map((o) => runs.get(o.id) ?? null);
+  }
+
+  async cancel(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    const [row] = await this.query<RawRun>(
+      `WITH canceled AS (
+         UPDATE workflow_runs SET status = 'canceled', finished_at = now(),
+           error = '{"code":"CANCELED","message":"The run was canceled"}'::jsonb
+         WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING *
+       ), steps AS (
+         UPDATE workflow_run_steps s
+         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
+         FROM canceled c WHERE s.run_id = c.id AND s.status IN ('pending', 'running')
+       ) SELECT * FROM canceled`,
+      [organizationId, workflowId, id],
+    );
+    // The steps' new statuses are visible after the statement: read them now.
+    return row ? this.findById(row.id) : null;
+  }
+
+  async unfinished(olderThanMs: number, limit: number): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>> {
+    const rows = await this.query<{ id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
+      `SELECT id, job_id, attempts, timeout_ms FROM workflow_runs
+       WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+       ORDER BY created_at LIMIT $2`,
+      [olderThanMs, limit],
+    );
+    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts, timeoutMs: r.timeout_ms }));
+  }
+
+  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    const rows = await this.query<{ id: string }>(
+      `WITH moved AS (
+         UPDATE workflow_runs SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id
+       ) SELECT * FROM moved`,
+      [id, fromJobId, toJobId],
+    );
+    return rows.length > 0;
+  }
+
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null> {
+    const rows = await this.query<{ id: string }>(
+      `WITH gone AS (
+         UPDATE workflow_runs SET status = 'failed', error = $3, finished_at = now()
+         WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id
+       ), steps AS (
+         UPDATE workflow_run_steps s
+         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
+         FROM gone g WHERE s.run_id = g.id AND s.status IN ('pending', 'running')
+       ) SELECT * FROM gone`,
+      [id, jobId, json(error)],
+    );
+    return rows.length ? this.findById(id) : null;
+  }
+
+  private async withSteps(rows: RawRun[]): Promise<Run[]> {
+    if (!rows.length) return [];
+    const steps = await this.query<RawStep>(
+      'SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position',
+      [rows.map((r) => r.id)],
+    );
+    const byRun = new Map<string, StepRun[]>();
+    for (const s of steps) {
+      const list = byRun.get(s.run_id) ?? [];
+      list.push(toStep(s));
+      byRun.set(s.run_id, list);
+    }
+    return rows.map((r) => toRun(r, byRun.get(r.id) ?? []));
+  }
+
+  private query<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return this.txHost.tx.query<T[]>(sql, params);
+  }
+}
+
+const json = (value: unknown): string => JSON.stringify(value ?? null);
+
+function toRun(row: RawRun, steps: StepRun[]): Run {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    workflowId: row.workflow_id,
+    workflowVersion: row.workflow_version,
+    status: row.status,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    attempts: row.attempts,
+    jobId: row.job_id,
+    timeoutMs: row.timeout_ms,
+    triggeredBy: row.triggered_by,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    steps,
+  };
+}
+
+function toStep(row: RawStep): StepRun {
+  return {
+    id: row.step_id,
+    status: row.status,
+    attempts: row.attempts,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    executionId: row.execution_id,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

@@ -16,6 +16,7 @@ import { PluginsModule } from './modules/plugins/plugins.module';
 import { QueueModule } from './queue/queue.module';
 import { ThrottlingModule } from './modules/throttling/throttling.module';
 import { UsersModule } from './modules/users/users.module';
+import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
 
@@ -64,6 +65,7 @@ import { validationPipe } from './shared/http/validation';
     PluginsModule,
     QueueModule,
     AgentsModule,
+    WorkflowsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

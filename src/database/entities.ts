@@ -8,4 +8,16 @@ import { UserRow } from '../modules/users/infrastructure/user.orm-entity';
 import { IdempotencyKeyRow } from '../shared/idempotency/idempotency-key.orm-entity';
 
 /** Every ORM entity of the service; the migrations are generated from this list. */
-export const ENTITIES = [OrganizationRow, UserRow, RefreshTokenRow, InstallationRow, AgentRow, ExecutionRow, IdempotencyKeyRow, WorkflowRow, WorkflowVersionRow, RunRow, RunStepRow];
+export const ENTITIES = [
+  OrganizationRow,
+  UserRow,
+  RefreshTokenRow,
+  InstallationRow,
+  AgentRow,
+  ExecutionRow,
+  IdempotencyKeyRow,
+  WorkflowRow,
+  WorkflowVersionRow,
+  RunRow,
+  RunStepRow,
+];

@@ -81,7 +81,10 @@ export class JobReconciler implements OnApplicationBootstrap, OnApplicationShutd
       const result = { requeued: 0, failed: 0 };
       for (const source of this.sources) {
         const candidates = await source.unfinished(graceMs, SCAN_LIMIT);
-        const live = await this.queue.liveJobs(source.queue, candidates.flatMap((c) => (c.jobId ? [c.jobId] : [])));
+        const live = await this.queue.liveJobs(
+          source.queue,
+          candidates.flatMap((c) => (c.jobId ? [c.jobId] : [])),
+        );
         for (const orphan of candidates.filter((c) => !c.jobId || !live.has(c.jobId))) {
           if (!orphan.recoverable) {
             if (await source.abandon(orphan.id, orphan.jobId)) result.failed++;

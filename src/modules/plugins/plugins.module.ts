@@ -8,7 +8,13 @@ import { TypeOrmInstallationRepository } from './infrastructure/typeorm-installa
 
 @Module({
   controllers: [PluginsController],
-  providers: [PluginRegistry, PluginsService, PluginUsage, CapabilityRunner, { provide: InstallationRepository, useClass: TypeOrmInstallationRepository }],
+  providers: [
+    PluginRegistry,
+    PluginsService,
+    PluginUsage,
+    CapabilityRunner,
+    { provide: InstallationRepository, useClass: TypeOrmInstallationRepository },
+  ],
   exports: [PluginRegistry, PluginsService, PluginUsage, CapabilityRunner],
 })
 export class PluginsModule {}

@@ -63,7 +63,10 @@ export class AgentSteps {
       if (recorded && isFinished(recorded)) {
         return recorded.status === 'succeeded'
           ? { status: 'succeeded', output: recorded.output }
-          : { status: recorded.status as 'failed' | 'timed_out' | 'canceled', error: recorded.error ?? { code: 'CANCELED', message: 'Canceled' } };
+          : {
+              status: recorded.status as 'failed' | 'timed_out' | 'canceled',
+              error: recorded.error ?? { code: 'CANCELED', message: 'Canceled' },
+            };
       }
     }
     this.metrics.reached(agent.kind, 'running');

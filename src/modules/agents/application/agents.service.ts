@@ -24,6 +24,8 @@ export interface AgentDefinition {
   maxAttempts?: number;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function agentNotFound(): DomainError {
   return new DomainError('AGENT_NOT_FOUND', 'No such agent');
 }
@@ -48,6 +50,14 @@ export class AgentsService implements OnModuleInit {
     const agent = await this.agents.find(organizationId, id);
     if (!agent) throw agentNotFound();
     return agent;
+  }
+
+  /** Which of these ids are agents of the organization (malformed ids are not). */
+  existingIds(organizationId: string, ids: string[]): Promise<string[]> {
+    return this.agents.existing(
+      organizationId,
+      ids.filter((id) => UUID.test(id)),
+    );
   }
 
   list(caller: Principal, page: PageRequest, kind?: string): Promise<Page<Agent>> {

@@ -3,6 +3,8 @@ import { Agent } from './agent';
 
 export abstract class AgentRepository {
   abstract find(organizationId: string, id: string): Promise<Agent | null>;
+  /** Which of these ids are agents of the organization. */
+  abstract existing(organizationId: string, ids: string[]): Promise<string[]>;
   abstract list(organizationId: string, page: PageRequest, kind?: string): Promise<Page<Agent>>;
   abstract insert(agent: Agent): Promise<void>;
   abstract update(agent: Agent): Promise<void>;

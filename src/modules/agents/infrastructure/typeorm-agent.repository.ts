@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { QueryDeepPartialEntity } from 'typeorm';
+import { In, QueryDeepPartialEntity } from 'typeorm';
 import { keysetPage } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Agent } from '../domain/agent';
@@ -21,6 +21,12 @@ export class TypeOrmAgentRepository extends AgentRepository {
   async find(organizationId: string, id: string): Promise<Agent | null> {
     const row = await this.rows.findOneBy({ organizationId, id });
     return row ? toDomain(row) : null;
+  }
+
+  async existing(organizationId: string, ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const rows = await this.rows.find({ where: { organizationId, id: In(ids) }, select: { id: true } });
+    return rows.map((r) => r.id);
   }
 
   async list(organizationId: string, page: PageRequest, kind?: string): Promise<Page<Agent>> {

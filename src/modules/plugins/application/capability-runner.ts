@@ -9,9 +9,7 @@ export interface CallFailure {
 }
 
 /** How one call of an agent kind or action ended. */
-export type CallOutcome =
-  | { status: 'succeeded'; output: unknown }
-  | { status: 'failed' | 'timed_out' | 'canceled'; error: CallFailure };
+export type CallOutcome = { status: 'succeeded'; output: unknown } | { status: 'failed' | 'timed_out' | 'canceled'; error: CallFailure };
 
 export interface CapabilityCall {
   kind: 'agentKinds' | 'actions';
@@ -85,7 +83,8 @@ export class CapabilityRunner {
       if (call.cancel.aborted) return { status: 'canceled', error: { code: 'CANCELED', message: 'Canceled' } };
       if (timeout.aborted) return timedOut(`Did not finish within ${call.timeoutMs} ms`);
       if (call.lease?.aborted) return failed('AGENT_CRASHED', 'The attempt outlived its lease and was abandoned');
-      if (error instanceof ExecutionError) return error.code === 'AGENT_TIMEOUT' ? timedOut(error.message) : failed(error.code, error.message);
+      if (error instanceof ExecutionError)
+        return error.code === 'AGENT_TIMEOUT' ? timedOut(error.message) : failed(error.code, error.message);
       this.logger.error({ msg: `${call.qualified} failed unexpectedly`, ...call.context, err: error });
       return failed('AGENT_CRASHED', `${call.qualified} failed unexpectedly`);
     }

@@ -26,6 +26,10 @@ export class PluginsService {
     return this.installations.list(caller.organizationId, page);
   }
 
+  installedSlugs(organizationId: string): Promise<string[]> {
+    return this.installations.installedSlugs(organizationId);
+  }
+
   async catalog(caller: Principal): Promise<Array<{ plugin: Plugin; installed: boolean }>> {
     const installed = new Set(await this.installations.installedSlugs(caller.organizationId));
     return this.registry.all().map((plugin) => ({ plugin, installed: installed.has(plugin.manifest.slug) }));

@@ -130,16 +130,22 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
     const at = `steps[${i}]`;
     if (ids.has(step.id)) add(`${at}.id`, `step id '${step.id}' is used twice (also steps[${ids.get(step.id)}])`);
     else ids.set(step.id, i);
-    if (step.agent === undefined && step.action === undefined) add(at, `step '${step.id}' needs exactly one of agent or action; it has neither`);
-    if (step.agent !== undefined && step.action !== undefined) add(at, `step '${step.id}' needs exactly one of agent or action; it has both`);
-    if (step.with !== undefined && step.action === undefined) add(`${at}.with`, `step '${step.id}': with configures an action; this step has none`);
-    if (step.agent !== undefined && !context.agentExists(step.agent)) add(`${at}.agent`, `step '${step.id}': no agent ${step.agent} in this organization`);
+    if (step.agent === undefined && step.action === undefined)
+      add(at, `step '${step.id}' needs exactly one of agent or action; it has neither`);
+    if (step.agent !== undefined && step.action !== undefined)
+      add(at, `step '${step.id}' needs exactly one of agent or action; it has both`);
+    if (step.with !== undefined && step.action === undefined)
+      add(`${at}.with`, `step '${step.id}': with configures an action; this step has none`);
+    if (step.agent !== undefined && !context.agentExists(step.agent))
+      add(`${at}.agent`, `step '${step.id}': no agent ${step.agent} in this organization`);
     if (step.action !== undefined) {
       const action = context.action(step.action);
-      if (action === 'plugin-not-installed') add(`${at}.action`, `step '${step.id}': plugin '${step.action.split('.', 1)[0]}' is not installed`);
+      if (action === 'plugin-not-installed')
+        add(`${at}.action`, `step '${step.id}': plugin '${step.action.split('.', 1)[0]}' is not installed`);
       else if (action === 'unknown') add(`${at}.action`, `step '${step.id}': no action '${step.action}' in the catalog`);
       else {
-        for (const p of context.actionConfigProblems(step.action, step.with ?? {})) add(`${at}.with${p.path ? `.${p.path}` : ''}`, `step '${step.id}': ${p.message}`);
+        for (const p of context.actionConfigProblems(step.action, step.with ?? {}))
+          add(`${at}.with${p.path ? `.${p.path}` : ''}`, `step '${step.id}': ${p.message}`);
       }
     }
     for (const field of ['input', 'if'] as const) {

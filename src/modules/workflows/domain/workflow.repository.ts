@@ -73,7 +73,10 @@ export abstract class RunRepository {
   /** Finishes running runs: running steps become canceled, pending ones skipped. Null where it was no longer running. */
   abstract finish(outcomes: RunOutcome[]): Promise<Array<Run | null>>;
   abstract cancel(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
-  abstract unfinished(olderThanMs: number, limit: number): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>>;
+  abstract unfinished(
+    olderThanMs: number,
+    limit: number,
+  ): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>>;
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null>;
 }

@@ -21,7 +21,15 @@ export class Workflow {
   static define(input: { organizationId: string; definition: unknown; createdBy: string }, context: DefinitionContext): Workflow {
     const definition = Workflow.checked(input.definition, context);
     const now = new Date();
-    return new Workflow({ id: randomUUID(), organizationId: input.organizationId, definition, version: 1, createdBy: input.createdBy, createdAt: now, updatedAt: now });
+    return new Workflow({
+      id: randomUUID(),
+      organizationId: input.organizationId,
+      definition,
+      version: 1,
+      createdBy: input.createdBy,
+      createdAt: now,
+      updatedAt: now,
+    });
   }
 
   static rehydrate(props: WorkflowProps): Workflow {
@@ -30,7 +38,12 @@ export class Workflow {
 
   /** A new version with this definition. */
   redefine(definition: unknown, context: DefinitionContext): void {
-    this.props = { ...this.props, definition: Workflow.checked(definition, context), version: this.props.version + 1, updatedAt: new Date() };
+    this.props = {
+      ...this.props,
+      definition: Workflow.checked(definition, context),
+      version: this.props.version + 1,
+      updatedAt: new Date(),
+    };
   }
 
   get id() {
@@ -56,7 +69,11 @@ export class Workflow {
   private static checked(definition: unknown, context: DefinitionContext): WorkflowDefinition {
     const details = definitionProblems(definition, context);
     if (details.length) {
-      throw new DomainError('WORKFLOW_INVALID', `The workflow definition has ${details.length} problem${details.length > 1 ? 's' : ''}`, details);
+      throw new DomainError(
+        'WORKFLOW_INVALID',
+        `The workflow definition has ${details.length} problem${details.length > 1 ? 's' : ''}`,
+        details,
+      );
     }
     return definition as WorkflowDefinition;
   }

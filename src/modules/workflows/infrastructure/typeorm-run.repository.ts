@@ -49,7 +49,18 @@ export class TypeOrmRunRepository extends RunRepository {
     await this.query(
       `INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10)`,
-      [run.id, run.organizationId, run.workflowId, run.workflowVersion, run.status, json(run.input), run.jobId, run.timeoutMs, json(run.triggeredBy), run.createdAt],
+      [
+        run.id,
+        run.organizationId,
+        run.workflowId,
+        run.workflowVersion,
+        run.status,
+        json(run.input),
+        run.jobId,
+        run.timeoutMs,
+        json(run.triggeredBy),
+        run.createdAt,
+      ],
     );
     await this.query(
       `INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
@@ -59,7 +70,11 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
-    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2 AND id = $3', [organizationId, workflowId, id]);
+    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2 AND id = $3', [
+      organizationId,
+      workflowId,
+      id,
+    ]);
     return row ? (await this.withSteps([row]))[0] : null;
   }
 
@@ -81,7 +96,11 @@ export class TypeOrmRunRepository extends RunRepository {
       `SELECT * FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
       params,
     );
-    return toPage(rows.map((r) => toRun(r, [])), page.limit, (r) => r);
+    return toPage(
+      rows.map((r) => toRun(r, [])),
+      page.limit,
+      (r) => r,
+    );
   }
 
   async start(ids: string[]): Promise<Run[]> {
@@ -170,7 +189,10 @@ export class TypeOrmRunRepository extends RunRepository {
     return row ? this.findById(row.id) : null;
   }
 
-  async unfinished(olderThanMs: number, limit: number): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>> {
+  async unfinished(
+    olderThanMs: number,
+    limit: number,
+  ): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>> {
     const rows = await this.query<{ id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
       `SELECT id, job_id, attempts, timeout_ms FROM workflow_runs
        WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
@@ -207,10 +229,9 @@ export class TypeOrmRunRepository extends RunRepository {
 
   private async withSteps(rows: RawRun[]): Promise<Run[]> {
     if (!rows.length) return [];
-    const steps = await this.query<RawStep>(
-      'SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position',
-      [rows.map((r) => r.id)],
-    );
+    const steps = await this.query<RawStep>('SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position', [
+      rows.map((r) => r.id),
+    ]);
     const byRun = new Map<string, StepRun[]>();
     for (const s of steps) {
       const list = byRun.get(s.run_id) ?? [];

@@ -46,7 +46,14 @@ export class TypeOrmWorkflowRepository extends WorkflowRepository {
       const versions = await this.versionRows
         .createQueryBuilder('v')
         .where('(v.workflowId, v.version) IN (' + rows.map((_, i) => `(:w${i}, :v${i})`).join(', ') + ')')
-        .setParameters(Object.fromEntries(rows.flatMap((r, i) => [[`w${i}`, r.id], [`v${i}`, r.version]])))
+        .setParameters(
+          Object.fromEntries(
+            rows.flatMap((r, i) => [
+              [`w${i}`, r.id],
+              [`v${i}`, r.version],
+            ]),
+          ),
+        )
         .getMany();
       for (const v of versions) definitions.set(v.workflowId, v.definition as unknown as WorkflowDefinition);
     }
@@ -70,7 +77,10 @@ export class TypeOrmWorkflowRepository extends WorkflowRepository {
 
   async addVersion(workflow: Workflow, createdBy: string): Promise<void> {
     const p = workflow.toProps();
-    await this.workflows.update({ id: p.id, organizationId: p.organizationId }, { name: p.definition.name, version: p.version, updatedAt: p.updatedAt });
+    await this.workflows.update(
+      { id: p.id, organizationId: p.organizationId },
+      { name: p.definition.name, version: p.version, updatedAt: p.updatedAt },
+    );
     await this.insertVersion(workflow, createdBy);
   }
 

@@ -1,0 +1,193 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Allow, IsIn, IsISO8601, IsOptional } from 'class-validator';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
+import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from '../domain/run';
+import { Workflow } from '../domain/workflow';
+import { WorkflowVersion } from '../domain/workflow.repository';
+
+class RetryBody {
+  @ApiProperty({ minimum: 1, maximum: 10 }) maxAttempts!: number;
+  @ApiPropertyOptional({ minimum: 0, maximum: 600000, default: 1000, description: 'Doubles after each attempt' }) backoffMs?: number;
+}
+
+class StepBody {
+  @ApiProperty({ pattern: '^[a-z][a-z0-9_-]*$', example: 'classify' }) id!: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'An agent of the organization (or use action)' }) agent?: string;
+  @ApiPropertyOptional({ example: 'transform.jsonata', description: '<plugin>.<action> (or use agent)' }) action?: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The action's config" }) with?: JsonObject;
+  @ApiPropertyOptional({
+    example: '{ "text": steps.fetch.output.body }',
+    description: 'JSONata over { input, steps: { <id>: { output } } }',
+  })
+  input?: string;
+  @ApiPropertyOptional({ type: [String] }) needs?: string[];
+  @ApiPropertyOptional({ example: 'input.priority = "high"', description: 'JSONata; false skips the step' }) if?: string;
+  @ApiPropertyOptional({ type: RetryBody }) retry?: RetryBody;
+  @ApiPropertyOptional({ minimum: 100, maximum: 3600000 }) timeoutMs?: number;
+}
+
+/**
+ * A workflow definition. Only the top-level fields are declared here; the whole definition is
+ * checked by the domain (`definitionProblems`), which reports every problem at once.
+ */
+export class WorkflowDefinitionBody {
+  @ApiProperty({ maxLength: 200 }) @Allow() name!: string;
+  @ApiPropertyOptional({ maxLength: 2000 }) @Allow() description?: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'JSON Schema the run input must match' })
+  @Allow()
+  inputSchema?: JsonObject;
+  @ApiProperty({ type: [StepBody], maxItems: 100 }) @Allow() steps!: StepDefinition[];
+  @ApiPropertyOptional({ description: 'JSONata over { input, steps }; every step output by id when absent' }) @Allow() output?: string;
+  @ApiPropertyOptional({ minimum: 1000, maximum: 86400000, default: 3600000, description: 'The whole run' }) @Allow() timeoutMs?: number;
+}
+
+export class RunHistoryQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: RUN_STATUSES })
+  @IsOptional()
+  @IsIn(RUN_STATUSES)
+  status?: RunStatus;
+
+  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only runs created at or after this time' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  since?: string;
+}
+
+export class WorkflowResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty() version!: number;
+  @ApiProperty() name!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) inputSchema!: JsonObject | null;
+  @ApiProperty({ type: [StepBody] }) steps!: StepDefinition[];
+  @ApiProperty({ type: String, nullable: true }) output!: string | null;
+  @ApiProperty() timeoutMs!: number;
+  @ApiProperty({ format: 'uuid' }) createdBy!: string;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
+
+  static of(workflow: Workflow): WorkflowResponse {
+    const p = workflow.toProps();
+    return {
+      id: p.id,
+      version: p.version,
+      ...definitionFields(p.definition),
+      createdBy: p.createdBy,
+      createdAt: p.createdAt.toISOString(),
+      updatedAt: p.updatedAt.toISOString(),
+    };
+  }
+}
+
+export class WorkflowPageResponse {
+  @ApiProperty({ type: [WorkflowResponse] }) data!: WorkflowResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
+
+export class WorkflowVersionResponse {
+  @ApiProperty() version!: number;
+  @ApiProperty() name!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) inputSchema!: JsonObject | null;
+  @ApiProperty({ type: [StepBody] }) steps!: StepDefinition[];
+  @ApiProperty({ type: String, nullable: true }) output!: string | null;
+  @ApiProperty() timeoutMs!: number;
+  @ApiProperty({ format: 'uuid' }) createdBy!: string;
+  @ApiProperty() createdAt!: string;
+
+  static of(v: WorkflowVersion): WorkflowVersionResponse {
+    return { version: v.version, ...definitionFields(v.definition), createdBy: v.createdBy, createdAt: v.createdAt.toISOString() };
+  }
+}
+
+export class WorkflowVersionPageResponse {
+  @ApiProperty({ type: [WorkflowVersionResponse] }) data!: WorkflowVersionResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
+
+class FailureResponse {
+  @ApiProperty({ example: 'STEP_FAILED' }) code!: string;
+  @ApiProperty() message!: string;
+}
+
+export class StepRunResponse {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: STEP_STATUSES }) status!: string;
+  @ApiProperty() attempts!: number;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent step's execution" }) executionId!: string | null;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+
+  static of(s: StepRun): StepRunResponse {
+    return {
+      id: s.id,
+      status: s.status,
+      attempts: s.attempts,
+      input: s.input,
+      output: s.output,
+      error: s.error,
+      executionId: s.executionId,
+      startedAt: s.startedAt?.toISOString() ?? null,
+      finishedAt: s.finishedAt?.toISOString() ?? null,
+    };
+  }
+}
+
+class RunTriggerResponse {
+  @ApiProperty({ enum: ['user'] }) type!: string;
+  @ApiProperty({ format: 'uuid' }) id!: string;
+}
+
+export class RunResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) workflowId!: string;
+  @ApiProperty() workflowVersion!: number;
+  @ApiProperty({ enum: RUN_STATUSES }) status!: RunStatus;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
+  @ApiPropertyOptional({ type: [StepRunResponse], description: 'In definition order; left out of lists' }) steps?: StepRunResponse[];
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
+  @ApiProperty({ type: RunTriggerResponse }) triggeredBy!: RunTriggerResponse;
+
+  static of(run: Run, withSteps = true): RunResponse {
+    return {
+      id: run.id,
+      workflowId: run.workflowId,
+      workflowVersion: run.workflowVersion,
+      status: run.status,
+      input: run.input,
+      output: run.output,
+      error: run.error,
+      ...(withSteps ? { steps: run.steps.map(StepRunResponse.of) } : {}),
+      createdAt: run.createdAt.toISOString(),
+      startedAt: run.startedAt?.toISOString() ?? null,
+      finishedAt: run.finishedAt?.toISOString() ?? null,
+      durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
+      triggeredBy: run.triggeredBy,
+    };
+  }
+}
+
+export class RunPageResponse {
+  @ApiProperty({ type: [RunResponse] }) data!: RunResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
+
+function definitionFields(d: WorkflowDefinition) {
+  return {
+    name: d.name,
+    description: d.description ?? '',
+    inputSchema: d.inputSchema ?? null,
+    steps: d.steps,
+    output: d.output ?? null,
+    timeoutMs: d.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default,
+  };
+}

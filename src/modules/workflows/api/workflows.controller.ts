@@ -1,0 +1,186 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import type { Principal } from '../../../shared/auth/principal';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { UuidParam } from '../../../shared/http/uuid-param.pipe';
+import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { ExecuteQuery, ExecuteRequestBody } from '../../agents/api/agent.dto';
+import { RunsService } from '../application/runs.service';
+import { WorkflowsService } from '../application/workflows.service';
+import { isRunFinished } from '../domain/run';
+import {
+  RunHistoryQuery,
+  RunPageResponse,
+  RunResponse,
+  WorkflowDefinitionBody,
+  WorkflowPageResponse,
+  WorkflowResponse,
+  WorkflowVersionPageResponse,
+  WorkflowVersionResponse,
+} from './workflow.dto';
+
+@ApiTags('workflows')
+@ApiBearerAuth()
+@Controller('api/workflows')
+export class WorkflowsController {
+  constructor(
+    private readonly workflows: WorkflowsService,
+    private readonly runs: RunsService,
+  ) {}
+
+  @Post()
+  @Roles('admin')
+  @ApiOperation({ summary: 'Define a workflow; every problem of the definition is reported at once' })
+  @ApiCreatedResponse({ type: WorkflowResponse })
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_INVALID', 'FORBIDDEN')
+  async create(
+    @CurrentPrincipal() caller: Principal,
+    @Body() body: WorkflowDefinitionBody,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<WorkflowResponse> {
+    const workflow = await this.workflows.create(caller, { ...body });
+    res.location(`/api/workflows/${workflow.id}`);
+    return WorkflowResponse.of(workflow);
+  }
+
+  @Get()
+  @AnyRole()
+  @ApiOperation({ summary: "The organization's workflows, newest first" })
+  @ApiOkResponse({ type: WorkflowPageResponse })
+  @ApiErrors('VALIDATION_FAILED')
+  async list(@CurrentPrincipal() caller: Principal, @Query() query: PageQuery): Promise<WorkflowPageResponse> {
+    const page = await this.workflows.list(caller, query);
+    return { data: page.data.map(WorkflowResponse.of), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id')
+  @AnyRole()
+  @ApiOperation({ summary: 'One workflow at its current version' })
+  @ApiOkResponse({ type: WorkflowResponse })
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_NOT_FOUND')
+  async get(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<WorkflowResponse> {
+    return WorkflowResponse.of(await this.workflows.get(caller.organizationId, id));
+  }
+
+  @Put(':id')
+  @Roles('admin')
+  @ApiOperation({ summary: 'Replace the definition: a new version; runs keep the version they started with' })
+  @ApiOkResponse({ type: WorkflowResponse })
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_INVALID', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND')
+  async redefine(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Body() body: WorkflowDefinitionBody,
+  ): Promise<WorkflowResponse> {
+    return WorkflowResponse.of(await this.workflows.redefine(caller, id, { ...body }));
+  }
+
+  @Get(':id/versions')
+  @AnyRole()
+  @ApiOperation({ summary: "The workflow's versions, newest first" })
+  @ApiOkResponse({ type: WorkflowVersionPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_NOT_FOUND')
+  async versions(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Query() query: PageQuery,
+  ): Promise<WorkflowVersionPageResponse> {
+    const page = await this.workflows.versions(caller, id, query);
+    return { data: page.data.map(WorkflowVersionResponse.of), nextCursor: page.nextCursor };
+  }
+
+  @Delete(':id')
+  @Roles('admin')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a workflow; its runs stay readable' })
+  @ApiNoContentResponse()
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND')
+  async delete(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<void> {
+    await this.workflows.delete(caller, id);
+  }
+
+  @Post(':id/run')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Run: recorded and queued durably, then 200 with the finished run, or 202 with a Location if it is not done within `wait`',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same run' })
+  @ApiOkResponse({ type: RunResponse })
+  @ApiAcceptedResponse({ type: RunResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
+  async run(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Query() query: ExecuteQuery,
+    @Body() body: ExecuteRequestBody,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<RunResponse> {
+    const run = await this.runs.run(caller.organizationId, {
+      workflowId: id,
+      input: body.input,
+      waitSeconds: query.wait,
+      idempotencyKey: parseIdempotencyKey(idempotencyKey),
+      triggeredBy: { type: 'user', id: caller.userId },
+    });
+    if (!isRunFinished(run)) res.status(202).location(`/api/workflows/${id}/runs/${run.id}`);
+    return RunResponse.of(run);
+  }
+
+  @Get(':id/runs')
+  @AnyRole()
+  @ApiOperation({ summary: "The workflow's runs, newest first (steps left out; get one run for them)" })
+  @ApiOkResponse({ type: RunPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_NOT_FOUND')
+  async history(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Query() query: RunHistoryQuery,
+  ): Promise<RunPageResponse> {
+    const page = await this.runs.history(caller, id, query, {
+      status: query.status,
+      since: query.since ? new Date(query.since) : undefined,
+    });
+    return { data: page.data.map((r) => RunResponse.of(r, false)), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id/runs/:runId')
+  @AnyRole()
+  @ApiOperation({ summary: 'One run with its steps' })
+  @ApiOkResponse({ type: RunResponse })
+  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')
+  async getRun(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+  ): Promise<RunResponse> {
+    return RunResponse.of(await this.runs.get(caller, id, runId));
+  }
+
+  @Post(':id/runs/:runId/cancel')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Cancel a queued or running run; running steps are aborted' })
+  @ApiOkResponse({ type: RunResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'RUN_NOT_FOUND', 'NOT_CANCELABLE')
+  async cancel(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+  ): Promise<RunResponse> {
+    return RunResponse.of(await this.runs.cancel(caller, id, runId));
+  }
+}

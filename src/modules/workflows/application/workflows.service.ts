@@ -1,0 +1,112 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { schemaCompiles, schemaProblems } from '../../../shared/json-schema/json-schema.validator';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { AgentsService, AgentUsage } from '../../agents/application/agents.service';
+import { PluginRegistry } from '../../plugins/application/plugin-registry';
+import { PluginsService } from '../../plugins/application/plugins.service';
+import { compileJsonata } from '../../plugins/catalog/transform/transform.plugin';
+import { PluginUsage } from '../../plugins/domain/installation.repository';
+import { DefinitionContext, JsonObject } from '../domain/definition';
+import { Workflow } from '../domain/workflow';
+import { WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
+
+export function workflowNotFound(): DomainError {
+  return new DomainError('WORKFLOW_NOT_FOUND', 'No such workflow');
+}
+
+@Injectable()
+export class WorkflowsService implements OnModuleInit {
+  constructor(
+    private readonly workflows: WorkflowRepository,
+    private readonly agents: AgentsService,
+    private readonly plugins: PluginsService,
+    private readonly registry: PluginRegistry,
+    private readonly agentUsage: AgentUsage,
+    private readonly pluginUsage: PluginUsage,
+  ) {}
+
+  onModuleInit(): void {
+    this.agentUsage.register(async (organizationId, agentId) =>
+      (await this.workflows.namesUsingAgent(organizationId, agentId)).map((name) => `workflow '${name}'`),
+    );
+    this.pluginUsage.register(async (organizationId, slug) =>
+      (await this.workflows.namesUsingPlugin(organizationId, slug)).map((name) => `workflow '${name}'`),
+    );
+  }
+
+  async get(organizationId: string, id: string): Promise<Workflow> {
+    const workflow = await this.workflows.find(organizationId, id);
+    if (!workflow) throw workflowNotFound();
+    return workflow;
+  }
+
+  list(caller: Principal, page: PageRequest): Promise<Page<Workflow>> {
+    return this.workflows.list(caller.organizationId, page);
+  }
+
+  @Transactional()
+  async create(caller: Principal, definition: unknown): Promise<Workflow> {
+    const workflow = Workflow.define(
+      { organizationId: caller.organizationId, definition, createdBy: caller.userId },
+      await this.context(caller.organizationId, definition),
+    );
+    await this.workflows.insert(workflow);
+    return workflow;
+  }
+
+  @Transactional()
+  async redefine(caller: Principal, id: string, definition: unknown): Promise<Workflow> {
+    const workflow = await this.get(caller.organizationId, id);
+    workflow.redefine(definition, await this.context(caller.organizationId, definition));
+    await this.workflows.addVersion(workflow, caller.userId);
+    return workflow;
+  }
+
+  async versions(caller: Principal, id: string, page: PageRequest): Promise<Page<WorkflowVersion>> {
+    await this.get(caller.organizationId, id);
+    return this.workflows.versions(caller.organizationId, id, page);
+  }
+
+  /** Runs stay readable; a run in flight finishes with the version it pinned. */
+  async delete(caller: Principal, id: string): Promise<void> {
+    if (!(await this.workflows.delete(caller.organizationId, id))) throw workflowNotFound();
+  }
+
+  /** What the definition's references resolve to in this organization, looked up once. */
+  private async context(organizationId: string, definition: unknown): Promise<DefinitionContext> {
+    const steps = (definition as { steps?: unknown } | null)?.steps;
+    const agentIds = Array.isArray(steps)
+      ? steps.flatMap((s) => (typeof (s as JsonObject)?.agent === 'string' ? [(s as JsonObject).agent as string] : []))
+      : [];
+    const [agents, installed] = await Promise.all([
+      this.agents.existingIds(organizationId, agentIds),
+      this.plugins.installedSlugs(organizationId),
+    ]);
+    const existing = new Set(agents);
+    const installedSlugs = new Set(installed);
+    return {
+      agentExists: (id) => existing.has(id),
+      action: (qualified) => {
+        if (!installedSlugs.has(qualified.split('.', 1)[0])) return 'plugin-not-installed';
+        return this.registry.capability('actions', qualified) ? 'ok' : 'unknown';
+      },
+      actionConfigProblems: (qualified, config) => {
+        const { plugin, capability } = this.registry.capability('actions', qualified)!;
+        const manifest = plugin.manifest.actions.find((a) => `${plugin.manifest.slug}.${a.name}` === qualified)!;
+        const shape = schemaProblems(manifest.configSchema, config, 'with').map((d) => ({
+          path: d.path.replace(/^with\.?/, ''),
+          message: d.message,
+        }));
+        return shape.length ? shape : (capability.checkConfig?.(config) ?? []).map((p) => ({ path: p.path, message: `with.${p.message}` }));
+      },
+      compileProblem: (expression) => {
+        const compiled = compileJsonata(expression);
+        return compiled.ok ? null : compiled.message;
+      },
+      schemaProblem: (schema) => schemaCompiles(schema),
+    };
+  }
+}

@@ -1,0 +1,30 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
+import { AgentsModule } from '../agents/agents.module';
+import { OperationsModule } from '../operations/operations.module';
+import { PluginsModule } from '../plugins/plugins.module';
+import { WorkflowsController } from './api/workflows.controller';
+import { RunEngine } from './application/run-engine';
+import { RunMetrics } from './application/run-metrics';
+import { RunRecords } from './application/run-records';
+import { RunsService } from './application/runs.service';
+import { WorkflowsService } from './application/workflows.service';
+import { RunRepository, WorkflowRepository } from './domain/workflow.repository';
+import { TypeOrmRunRepository } from './infrastructure/typeorm-run.repository';
+import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.repository';
+
+@Module({
+  imports: [AgentsModule, PluginsModule, OperationsModule],
+  controllers: [WorkflowsController],
+  providers: [
+    WorkflowsService,
+    RunsService,
+    RunEngine,
+    RunRecords,
+    RunMetrics,
+    IdempotencyKeys,
+    { provide: WorkflowRepository, useClass: TypeOrmWorkflowRepository },
+    { provide: RunRepository, useClass: TypeOrmRunRepository },
+  ],
+})
+export class WorkflowsModule {}

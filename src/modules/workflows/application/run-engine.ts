@@ -116,7 +116,7 @@ export class RunEngine implements OnModuleInit {
     const stopAll = () => state.stop.abort();
     for (const signal of [cancel.signal, timeout, lease]) signal.addEventListener('abort', stopAll, { once: true });
     this.running.set(run.id, cancel);
-    let failure: Failure | null = null;
+    let failure: Failure | null;
     try {
       failure = await this.runSteps(state);
     } finally {

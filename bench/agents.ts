@@ -19,24 +19,32 @@
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import {
+  brief,
   closeConnections,
   field,
+  fixed,
+  formatRows,
   intFromEnv,
   JsonClient,
-  LoadResult,
+  loadRow,
   log,
+  loginAndInstallTransform,
+  machineLine,
+  randomCredentials,
+  reportErrors,
+  Row,
   runLoad,
   ScratchDatabases,
+  serviceEnv,
   Services,
-  summarize,
+  unexpected,
+  verdict,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -57,12 +65,7 @@ const settings = {
 const TARGETS = { syncP50Ms: 10, syncP99Ms: 50, asyncPerSecond: 1000 };
 
 /** Shared by every process of the run: tokens and encrypted secrets must be valid across them. */
-const credentials = {
-  JWT_SECRET: randomBytes(48).toString('base64url'),
-  SECRETS_KEY: randomBytes(32).toString('hex'),
-  ADMIN_EMAIL: 'bench@platform.local',
-  ADMIN_PASSWORD: randomBytes(16).toString('hex'),
-};
+const credentials = randomCredentials();
 
 const AGENT = { name: 'bench', kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
 const INPUT = { input: { text: 'hello' } };
@@ -72,43 +75,12 @@ const services = new Services(ENTRY, ROOT);
 const interrupted = new AbortController();
 const databases = new ScratchDatabases(settings.serverUrl, `platform_bench_${Date.now()}`);
 
-/** One line of the results table. */
-interface Row {
-  scenario: string;
-  count: number;
-  errors: number;
-  p50: number;
-  p99: number;
-  mean: number;
-  throughput: number;
-  wallSeconds: number;
-}
-
-function serviceEnv(databaseUrl: string, role: 'all' | 'api' | 'worker'): Record<string, string> {
-  return {
-    ...credentials,
-    DATABASE_URL: databaseUrl,
-    APP_ROLE: role,
-    HOST: '127.0.0.1',
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'warn',
-    JWT_ACCESS_TTL_SECONDS: '86400',
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // API calls
 
 /** Logs in once, installs the transform plugin and registers the agent. */
 async function prepareAgent(service: JsonClient): Promise<{ client: JsonClient; agentId: string }> {
-  const login = await service.request('POST', '/api/auth/login', { email: credentials.ADMIN_EMAIL, password: credentials.ADMIN_PASSWORD });
-  const token = field(login.body, 'accessToken');
-  if (login.status !== 200 || typeof token !== 'string') throw unexpected('login', login.status, login.body);
-  const client = service.withToken(token);
-
-  const install = await client.request('POST', '/api/plugins/transform/install', {});
-  if (install.status !== 201) throw unexpected('plugin install', install.status, install.body);
-
+  const client = await loginAndInstallTransform(service, credentials);
   const agent = await client.request('POST', '/api/agents', AGENT);
   const agentId = field(agent.body, 'id');
   if (agent.status !== 201 || typeof agentId !== 'string') throw unexpected('agent creation', agent.status, agent.body);
@@ -130,14 +102,6 @@ async function enqueue(client: JsonClient, agentId: string): Promise<string | nu
   return null;
 }
 
-function unexpected(what: string, status: number, body: unknown): Error {
-  return new Error(`${what} answered ${status}: ${brief(body)}`);
-}
-
-function brief(body: unknown): string {
-  return JSON.stringify(body ?? null).slice(0, 300);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Phases
 
@@ -145,7 +109,7 @@ function brief(body: unknown): string {
 async function syncPhase(): Promise<Row[]> {
   const databaseUrl = await databases.create('sync');
   log('sync: starting one APP_ROLE=all process');
-  const service = await services.start('service (all)', serviceEnv(databaseUrl, 'all'), settings.readyTimeoutMs);
+  const service = await services.start('service (all)', serviceEnv(credentials, databaseUrl, 'all'), settings.readyTimeoutMs);
   const { client, agentId } = await prepareAgent(service);
   const call = () => executeAndWait(client, agentId);
 
@@ -168,7 +132,7 @@ async function syncPhase(): Promise<Row[]> {
 async function asyncPhase(workers: number): Promise<Row[]> {
   const databaseUrl = await databases.create(`async_${workers}w`);
   log(`async ×${workers}: starting one APP_ROLE=api process`);
-  const api = await services.start('api', serviceEnv(databaseUrl, 'api'), settings.readyTimeoutMs);
+  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
   const { client, agentId } = await prepareAgent(api);
 
   log(`async ×${workers}: enqueueing ${settings.asyncExecutions} executions, ${settings.enqueueClients} clients`);
@@ -182,7 +146,7 @@ async function asyncPhase(workers: number): Promise<Row[]> {
     const spawnedAt = performance.now();
     await Promise.all(
       Array.from({ length: workers }, (_, i) =>
-        services.start(`worker ${i + 1}`, serviceEnv(databaseUrl, 'worker'), settings.readyTimeoutMs),
+        services.start(`worker ${i + 1}`, serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
       ),
     );
     await waitForDrain(db, agentId);
@@ -259,46 +223,9 @@ async function drainFigures(db: Client, agentId: string): Promise<DrainFigures> 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function loadRow(scenario: string, result: LoadResult): Row {
-  reportErrors(scenario, result);
-  const seconds = result.elapsedMs / 1000;
-  return {
-    scenario,
-    count: result.latencies.length + result.errors,
-    errors: result.errors,
-    ...summarize(result.latencies),
-    throughput: result.latencies.length / seconds,
-    wallSeconds: seconds,
-  };
-}
-
-function reportErrors(scenario: string, result: LoadResult): void {
-  if (!result.errors) return;
-  log(`${scenario}: ${result.errors} error(s), e.g.:\n    ${result.errorSamples.join('\n    ')}`);
-}
-
 function printReport(rows: Row[]): void {
-  const cpus = os.cpus();
-  const out: string[] = [
-    '',
-    `Agent execution benchmark — ${cpus.length} CPU(s), ${cpus[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ` +
-      `WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY || '4 (default)'}`,
-    '',
-  ];
-  const header = ['scenario', 'requests/executions', 'errors', 'p50 ms', 'p99 ms', 'mean ms', 'throughput/s', 'wall s'];
-  const cells = rows.map((r) => [
-    r.scenario,
-    String(r.count),
-    String(r.errors),
-    fixed(r.p50, 2),
-    fixed(r.p99, 2),
-    fixed(r.mean, 2),
-    fixed(r.throughput, 1),
-    fixed(r.wallSeconds, 2),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
-  out.push(line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line));
+  const out: string[] = ['', machineLine('Agent execution benchmark'), ''];
+  out.push(...formatRows(rows, 'requests/executions'));
   out.push(
     '',
     'sync rows: request latency; enqueue rows: request latency, throughput = enqueue rate, wall = enqueue time;',
@@ -314,7 +241,6 @@ function printReport(rows: Row[]): void {
 function targetLines(rows: Row[]): string[] {
   const [serial] = rows;
   const drains = rows.filter((r) => r.scenario.startsWith('async drain'));
-  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
   return [
     'Targets:',
     `  sync, 1 client: p50 ≤ ${TARGETS.syncP50Ms} ms → ${fixed(serial.p50, 2)} ms ${verdict(serial.p50 <= TARGETS.syncP50Ms)}; ` +
@@ -324,10 +250,6 @@ function targetLines(rows: Row[]): string[] {
         `  ${r.scenario}: ≥ ${TARGETS.asyncPerSecond} executions/s → ${fixed(r.throughput, 1)} ${verdict(r.throughput >= TARGETS.asyncPerSecond)}`,
     ),
   ];
-}
-
-function fixed(value: number, digits: number): string {
-  return Number.isFinite(value) ? value.toFixed(digits) : '-';
 }
 
 // ---------------------------------------------------------------------------------------------

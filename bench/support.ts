@@ -1,6 +1,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
@@ -94,6 +96,15 @@ export function field(body: unknown, key: string): unknown {
   return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
 }
 
+/** A response body cut to a log-friendly length. */
+export function brief(body: unknown): string {
+  return JSON.stringify(body ?? null).slice(0, 300);
+}
+
+export function unexpected(what: string, status: number, body: unknown): Error {
+  return new Error(`${what} answered ${status}: ${brief(body)}`);
+}
+
 /** Drops idle keep-alive sockets so the process can exit. */
 export function closeConnections(): void {
   agent.destroy();
@@ -101,6 +112,48 @@ export function closeConnections(): void {
 
 // ---------------------------------------------------------------------------------------------
 // Service processes
+
+/** Shared by every process of a run: tokens and encrypted secrets must be valid across them. */
+export interface Credentials {
+  JWT_SECRET: string;
+  SECRETS_KEY: string;
+  ADMIN_EMAIL: string;
+  ADMIN_PASSWORD: string;
+}
+
+export function randomCredentials(): Credentials {
+  return {
+    JWT_SECRET: randomBytes(48).toString('base64url'),
+    SECRETS_KEY: randomBytes(32).toString('hex'),
+    ADMIN_EMAIL: 'bench@platform.local',
+    ADMIN_PASSWORD: randomBytes(16).toString('hex'),
+  };
+}
+
+/** The environment of one service process on `databaseUrl`. */
+export function serviceEnv(credentials: Credentials, databaseUrl: string, role: 'all' | 'api' | 'worker'): Record<string, string> {
+  return {
+    ...credentials,
+    DATABASE_URL: databaseUrl,
+    APP_ROLE: role,
+    HOST: '127.0.0.1',
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    JWT_ACCESS_TTL_SECONDS: '86400',
+  };
+}
+
+/** Logs in as the bootstrap admin and installs the transform plugin; answers the authenticated client. */
+export async function loginAndInstallTransform(service: JsonClient, credentials: Credentials): Promise<JsonClient> {
+  const login = await service.request('POST', '/api/auth/login', { email: credentials.ADMIN_EMAIL, password: credentials.ADMIN_PASSWORD });
+  const token = field(login.body, 'accessToken');
+  if (login.status !== 200 || typeof token !== 'string') throw unexpected('login', login.status, login.body);
+  const client = service.withToken(token);
+
+  const install = await client.request('POST', '/api/plugins/transform/install', {});
+  if (install.status !== 201) throw unexpected('plugin install', install.status, install.body);
+  return client;
+}
 
 interface Service {
   name: string;
@@ -287,4 +340,73 @@ export function summarize(values: number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b);
   const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
   return { p50: rank(50), p99: rank(99), mean: sorted.reduce((sum, v) => sum + v, 0) / sorted.length };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+/** One line of a results table. */
+export interface Row {
+  scenario: string;
+  count: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  throughput: number;
+  wallSeconds: number;
+}
+
+/** A row from a load result: latency of the successful calls, throughput = successes per second. */
+export function loadRow(scenario: string, result: LoadResult): Row {
+  reportErrors(scenario, result);
+  const seconds = result.elapsedMs / 1000;
+  return {
+    scenario,
+    count: result.latencies.length + result.errors,
+    errors: result.errors,
+    ...summarize(result.latencies),
+    throughput: result.latencies.length / seconds,
+    wallSeconds: seconds,
+  };
+}
+
+export function reportErrors(scenario: string, result: LoadResult): void {
+  if (!result.errors) return;
+  log(`${scenario}: ${result.errors} error(s), e.g.:\n    ${result.errorSamples.join('\n    ')}`);
+}
+
+/** `<title> — <n> CPU(s), <model>, Node <version>, WORKER_CONCURRENCY=<n>` */
+export function machineLine(title: string): string {
+  const cpus = os.cpus();
+  return (
+    `${title} — ${cpus.length} CPU(s), ${cpus[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ` +
+    `WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY || '4 (default)'}`
+  );
+}
+
+/** The rows as aligned text lines under `countHeader` for the count column. */
+export function formatRows(rows: Row[], countHeader: string): string[] {
+  const header = ['scenario', countHeader, 'errors', 'p50 ms', 'p99 ms', 'mean ms', 'throughput/s', 'wall s'];
+  const cells = rows.map((r) => [
+    r.scenario,
+    String(r.count),
+    String(r.errors),
+    fixed(r.p50, 2),
+    fixed(r.p99, 2),
+    fixed(r.mean, 2),
+    fixed(r.throughput, 1),
+    fixed(r.wallSeconds, 2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
+}
+
+export function fixed(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : '-';
+}
+
+export function verdict(ok: boolean): string {
+  return ok ? 'met' : 'MISSED';
 }

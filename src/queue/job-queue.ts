@@ -136,7 +136,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       db: this.transactionDb(),
       expireInSeconds: options.leaseSeconds,
       retryLimit: options.retryLimit,
-      heartbeatSeconds: options.heartbeatSeconds,
+      ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
       retryDelay: 1,
       retryBackoff: true,
       retryDelayMax: 60,

@@ -1,0 +1,596 @@
+/**
+ * Workflow benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL database
+ * per phase, running a 3-step workflow of transform.jsonata actions (a → b → c; {n: 5} → 13).
+ *
+ *   1. synchronous run (?wait=30) latency with 1 client, one APP_ROLE=all process;
+ *   2. asynchronous throughput: M runs enqueued (?wait=0) on an APP_ROLE=api process, then
+ *      drained by 1 and by 2 APP_ROLE=worker processes; runs/s is measured from the rows;
+ *   3. run history paging at scale: runs bulk-inserted with SQL (nothing executes: APP_ROLE=api),
+ *      first to BENCH_HISTORY_SMALL then to BENCH_HISTORY_LARGE runs of the workflow, next to runs
+ *      of another workflow and of another organization; at each scale the first page, pages
+ *      followed through nextCursor from the top and from deep in the history, and the
+ *      EXPLAIN (ANALYZE, BUFFERS) of the history query at the deep cursor.
+ *
+ * Run with `npm run bench:workflows`. Settings (environment):
+ *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
+ *                                    one database per phase is created on it and dropped at the end
+ *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
+ *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
+ *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
+ *   BENCH_ENQUEUE_CLIENTS            concurrent enqueue clients (50)
+ *   BENCH_ASYNC_TIMEOUT_SECONDS      longest wait for the workers to finish them (600)
+ *   BENCH_HISTORY_SMALL              runs of the workflow at the first history scale (10000)
+ *   BENCH_HISTORY_LARGE              runs of the workflow at the second history scale (1000000)
+ *   BENCH_HISTORY_NOISE              runs of each other workflow (another one of the organization,
+ *                                    one of another organization) (5000)
+ *   BENCH_HISTORY_PAGES              pages followed through nextCursor per measurement (50)
+ *   BENCH_FIRST_PAGE_REQUESTS        first-page requests per scale (100)
+ *   BENCH_INSERT_CHUNK               rows per INSERT statement (100000)
+ *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
+ *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+import {
+  brief,
+  closeConnections,
+  field,
+  fixed,
+  formatRows,
+  intFromEnv,
+  JsonClient,
+  LoadResult,
+  loadRow,
+  log,
+  loginAndInstallTransform,
+  machineLine,
+  randomCredentials,
+  reportErrors,
+  Row,
+  runLoad,
+  ScratchDatabases,
+  serviceEnv,
+  Services,
+  unexpected,
+  verdict,
+} from './support';
+
+const ROOT = resolve(__dirname, '..');
+const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
+
+const settings = {
+  serverUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
+  warmupRequests: intFromEnv('BENCH_WARMUP_REQUESTS', 200),
+  syncRequests: intFromEnv('BENCH_SYNC_REQUESTS', 1000),
+  asyncRuns: intFromEnv('BENCH_WORKFLOW_RUNS', 3000),
+  enqueueClients: intFromEnv('BENCH_ENQUEUE_CLIENTS', 50),
+  asyncTimeoutMs: intFromEnv('BENCH_ASYNC_TIMEOUT_SECONDS', 600) * 1000,
+  historySmall: intFromEnv('BENCH_HISTORY_SMALL', 10_000),
+  historyLarge: intFromEnv('BENCH_HISTORY_LARGE', 1_000_000),
+  historyNoise: intFromEnv('BENCH_HISTORY_NOISE', 5000),
+  historyPages: intFromEnv('BENCH_HISTORY_PAGES', 50),
+  firstPageRequests: intFromEnv('BENCH_FIRST_PAGE_REQUESTS', 100),
+  insertChunk: intFromEnv('BENCH_INSERT_CHUNK', 100_000),
+  readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
+};
+
+const TARGETS = { syncP50Ms: 20, asyncPerSecond: 300 };
+
+/** Page size of the history requests (the API's default). */
+const PAGE_SIZE = 20;
+/** Where the deep pages start, as a fraction of the workflow's runs from the newest. */
+const DEEP_FRACTION = 0.9;
+const HISTORY_INDEX = 'workflow_runs_workflow_created_idx';
+
+const credentials = randomCredentials();
+
+const WORKFLOW = {
+  name: 'bench',
+  steps: [
+    { id: 'a', action: 'transform.jsonata', with: { expression: '$ * 2' }, input: 'input.n' },
+    { id: 'b', action: 'transform.jsonata', with: { expression: '$ + 1' }, input: 'steps.a.output', needs: ['a'] },
+    { id: 'c', action: 'transform.jsonata', with: { expression: '$ + 2' }, input: 'steps.b.output', needs: ['b'] },
+  ],
+  output: 'steps.c.output',
+};
+const INPUT = { input: { n: 5 } };
+const OUTPUT = 13;
+
+const services = new Services(ENTRY, ROOT);
+/** Aborted on SIGINT: the load stops so the services can shut down promptly. */
+const interrupted = new AbortController();
+const databases = new ScratchDatabases(settings.serverUrl, `platform_bench_wf_${Date.now()}`);
+
+/** The EXPLAIN of the history query at one scale. */
+interface Plan {
+  scale: string;
+  text: string;
+  usesIndex: boolean;
+}
+
+/** Notes printed under the table: bulk insert times. */
+const notes: string[] = [];
+
+// ---------------------------------------------------------------------------------------------
+// API calls
+
+/** Logs in once, installs the transform plugin and creates the workflow. */
+async function prepareWorkflow(service: JsonClient): Promise<{ client: JsonClient; workflowId: string; version: number }> {
+  const client = await loginAndInstallTransform(service, credentials);
+  const { id, version } = await createWorkflow(client, WORKFLOW);
+  return { client, workflowId: id, version };
+}
+
+async function createWorkflow(client: JsonClient, definition: object): Promise<{ id: string; version: number }> {
+  const res = await client.request('POST', '/api/workflows', definition);
+  const id = field(res.body, 'id');
+  const version = field(res.body, 'version');
+  if (res.status !== 201 || typeof id !== 'string' || typeof version !== 'number')
+    throw unexpected('workflow creation', res.status, res.body);
+  return { id, version };
+}
+
+/** One synchronous run; null when it answered 200 succeeded with the expected output. */
+async function runAndWait(client: JsonClient, workflowId: string): Promise<string | null> {
+  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=30`, INPUT);
+  if (res.status !== 200) return `HTTP ${res.status} ${brief(res.body)}`;
+  if (field(res.body, 'status') !== 'succeeded' || field(res.body, 'output') !== OUTPUT) return `200 but ${brief(res.body)}`;
+  return null;
+}
+
+/** One queued run; null when it answered 202 queued. */
+async function enqueue(client: JsonClient, workflowId: string): Promise<string | null> {
+  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, INPUT);
+  if (res.status !== 202 || field(res.body, 'status') !== 'queued') return `HTTP ${res.status} ${brief(res.body)}`;
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases 1 and 2: execution
+
+/** Phase 1: synchronous latency at 1 client on one APP_ROLE=all process. */
+async function syncPhase(): Promise<Row[]> {
+  const databaseUrl = await databases.create('sync');
+  log('sync: starting one APP_ROLE=all process');
+  const service = await services.start('service (all)', serviceEnv(credentials, databaseUrl, 'all'), settings.readyTimeoutMs);
+  const { client, workflowId } = await prepareWorkflow(service);
+  const call = () => runAndWait(client, workflowId);
+
+  log(`sync: warming up with ${settings.warmupRequests} runs`);
+  reportErrors('warm-up', await runLoad(1, settings.warmupRequests, call, interrupted.signal));
+  log(`sync: ${settings.syncRequests} runs, 1 client`);
+  const serial = await runLoad(1, settings.syncRequests, call, interrupted.signal);
+
+  services.assertAlive();
+  await services.stopAll();
+  return [loadRow('sync run ?wait=30, 1 client', serial)];
+}
+
+/** Phase 2: M runs queued on an API-only process, then drained by `workers` worker processes. */
+async function asyncPhase(workers: number): Promise<Row[]> {
+  const databaseUrl = await databases.create(`async_${workers}w`);
+  log(`async ×${workers}: starting one APP_ROLE=api process`);
+  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
+  const { client, workflowId } = await prepareWorkflow(api);
+
+  log(`async ×${workers}: enqueueing ${settings.asyncRuns} runs, ${settings.enqueueClients} clients`);
+  const queued = await runLoad(settings.enqueueClients, settings.asyncRuns, () => enqueue(client, workflowId), interrupted.signal);
+  const enqueueRow = loadRow(`async enqueue ?wait=0, ${settings.enqueueClients} clients`, queued);
+
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    log(`async ×${workers}: starting ${workers} APP_ROLE=worker process(es)`);
+    const spawnedAt = performance.now();
+    await Promise.all(
+      Array.from({ length: workers }, (_, i) =>
+        services.start(`worker ${i + 1}`, serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
+      ),
+    );
+    await waitForDrain(db, workflowId);
+    const wallSeconds = (performance.now() - spawnedAt) / 1000;
+    const drain = await drainFigures(db, workflowId);
+    services.assertAlive();
+    if (drain.total !== drain.succeeded) log(`async ×${workers}: runs by status: ${JSON.stringify(drain.statuses)}`);
+    if (drain.badOutputs) log(`async ×${workers}: ${drain.badOutputs} succeeded run(s) without output ${OUTPUT} or 3 succeeded steps`);
+    const drainRow: Row = {
+      scenario: `async drain, ${workers} worker${workers > 1 ? 's' : ''}`,
+      count: drain.total,
+      errors: drain.total - drain.succeeded + drain.badOutputs,
+      p50: drain.p50,
+      p99: drain.p99,
+      mean: drain.mean,
+      throughput: drain.throughput,
+      wallSeconds,
+    };
+    return [enqueueRow, drainRow];
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/** Polls every 200 ms until every run of the workflow reached a final status. */
+async function waitForDrain(db: Client, workflowId: string): Promise<void> {
+  const deadline = Date.now() + settings.asyncTimeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ total: number; succeeded: number; final: number }>(
+      `SELECT count(*)::int AS total,
+              count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+              count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'timed_out'))::int AS final
+         FROM workflow_runs WHERE workflow_id = $1`,
+      [workflowId],
+    );
+    const { total, succeeded, final } = rows[0];
+    if (final === total) return;
+    services.assertAlive();
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    if (Date.now() > deadline) throw new Error(`after ${settings.asyncTimeoutMs / 1000} s only ${succeeded} of ${total} runs succeeded`);
+    await sleep(200);
+  }
+}
+
+interface DrainFigures {
+  total: number;
+  succeeded: number;
+  /** Succeeded runs whose output is not 13 or that do not have 3 succeeded steps. */
+  badOutputs: number;
+  statuses: Record<string, number>;
+  /** Succeeded runs per second between the first start and the last finish. */
+  throughput: number;
+  /** Per-run time (started_at → finished_at), ms. */
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** Throughput and run times from the rows, so worker boot time does not count. */
+async function drainFigures(db: Client, workflowId: string): Promise<DrainFigures> {
+  const { rows } = await db.query<Omit<DrainFigures, 'statuses'>>(
+    `WITH runs AS (
+       SELECT r.status, r.output, r.started_at, r.finished_at, extract(epoch FROM r.finished_at - r.started_at) * 1000 AS ms,
+              (SELECT count(*) FROM workflow_run_steps s WHERE s.run_id = r.id AND s.status = 'succeeded') AS steps_ok
+         FROM workflow_runs r WHERE r.workflow_id = $1)
+     SELECT (SELECT count(*) FROM runs)::int AS total,
+            count(*)::int AS succeeded,
+            count(*) FILTER (WHERE output IS DISTINCT FROM $2::jsonb OR steps_ok <> 3)::int AS "badOutputs",
+            (count(*) / nullif(extract(epoch FROM max(finished_at) - min(started_at)), 0))::float8 AS throughput,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
+            avg(ms)::float8 AS mean
+       FROM runs WHERE status = 'succeeded'`,
+    [workflowId, JSON.stringify(OUTPUT)],
+  );
+  const byStatus = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM workflow_runs WHERE workflow_id = $1 GROUP BY status',
+    [workflowId],
+  );
+  return { ...rows[0], statuses: Object.fromEntries(byStatus.rows.map((r) => [r.status, r.n])) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 3: run history at scale
+
+/** What the bulk inserts need to know about the database. */
+interface HistoryContext {
+  db: Client;
+  client: JsonClient;
+  organizationId: string;
+  workflowId: string;
+  version: number;
+  triggeredBy: string;
+  /** created_at of run g is base − g seconds. */
+  base: Date;
+}
+
+/** Phase 3: history paging with BENCH_HISTORY_SMALL, then BENCH_HISTORY_LARGE runs of the workflow. */
+async function historyPhase(): Promise<{ rows: Row[]; plans: Plan[] }> {
+  const databaseUrl = await databases.create('history');
+  log('history: starting one APP_ROLE=api process (migrations, workflow; nothing executes)');
+  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
+  const { client, workflowId, version } = await prepareWorkflow(api);
+  const sibling = await createWorkflow(client, { ...WORKFLOW, name: 'bench-sibling' });
+
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const organizationId = await scalar<string>(db, "SELECT id FROM organizations WHERE slug = 'default'");
+    const adminId = await scalar<string>(db, 'SELECT id FROM users WHERE email = $1', [credentials.ADMIN_EMAIL.toLowerCase()]);
+    const base = await scalar<Date>(db, 'SELECT now()');
+    const ctx: HistoryContext = {
+      db,
+      client,
+      organizationId,
+      workflowId,
+      version,
+      triggeredBy: JSON.stringify({ type: 'user', id: adminId }),
+      base,
+    };
+
+    // Neighbours in the same table over the same time span: another workflow of the organization
+    // and a workflow of another organization.
+    const otherOrganization = randomUUID();
+    const otherWorkflow = randomUUID();
+    await db.query(
+      "INSERT INTO organizations (id, slug, name, tier, created_at) VALUES ($1, 'bench-other', 'Bench other', 'starter', now())",
+      [otherOrganization],
+    );
+    await db.query(
+      `INSERT INTO workflows (id, organization_id, name, version, created_by, created_at, updated_at)
+       VALUES ($1, $2, 'bench-other', 1, $3, now(), now())`,
+      [otherWorkflow, otherOrganization, adminId],
+    );
+    log(`history: inserting ${settings.historyNoise} runs into each of 2 other workflows`);
+    const spread = settings.historyLarge / settings.historyNoise;
+    await insertRuns(ctx, { organizationId, workflowId: sibling.id, version: sibling.version }, 1, settings.historyNoise, spread);
+    await insertRuns(ctx, { organizationId: otherOrganization, workflowId: otherWorkflow, version: 1 }, 1, settings.historyNoise, spread);
+
+    const rows: Row[] = [];
+    const plans: Plan[] = [];
+    let inserted = 0;
+    for (const scale of [settings.historySmall, settings.historyLarge]) {
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+      if (scale <= inserted) continue;
+      const label = `${compact(scale)} runs`;
+      log(`history: inserting runs ${inserted + 1}…${scale} of the workflow`);
+      const begin = performance.now();
+      await insertRuns(ctx, { organizationId, workflowId, version }, inserted + 1, scale, 1);
+      const insertSeconds = (performance.now() - begin) / 1000;
+      const analyzeBegin = performance.now();
+      await db.query('ANALYZE workflow_runs');
+      const analyzeSeconds = (performance.now() - analyzeBegin) / 1000;
+      const count = await scalar<number>(db, 'SELECT count(*)::int FROM workflow_runs WHERE workflow_id = $1', [workflowId]);
+      if (count !== scale) throw new Error(`expected ${scale} runs of the workflow, found ${count}`);
+      notes.push(
+        `  ${label}: inserted ${scale - inserted} rows in ${fixed(insertSeconds, 1)} s ` +
+          `(${fixed((scale - inserted) / insertSeconds, 0)} rows/s), ANALYZE ${fixed(analyzeSeconds, 1)} s`,
+      );
+      inserted = scale;
+
+      log(`history ${label}: measuring`);
+      rows.push(...(await measureHistory(ctx, label, scale)));
+      plans.push(await explainDeep(ctx, label, scale));
+      services.assertAlive();
+    }
+    notes.push(
+      `  plus ${settings.historyNoise} runs of another workflow of the organization and ${settings.historyNoise} of another organization`,
+    );
+    return { rows, plans };
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/**
+ * Inserts runs `from`…`to` (inclusive) of one workflow, succeeded, created at base − g × spacing
+ * seconds, in statements of BENCH_INSERT_CHUNK rows.
+ */
+async function insertRuns(
+  ctx: HistoryContext,
+  target: { organizationId: string; workflowId: string; version: number },
+  from: number,
+  to: number,
+  spacingSeconds: number,
+): Promise<void> {
+  for (let start = from; start <= to; start += settings.insertChunk) {
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    const end = Math.min(to, start + settings.insertChunk - 1);
+    await ctx.db.query(
+      `INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, output, attempts, timeout_ms,
+                                  triggered_by, created_at, started_at, finished_at)
+       SELECT gen_random_uuid(), $1, $2, $3, 'succeeded', '{"n":5}', '13', 1, 3600000, $4::jsonb,
+              t, t + interval '2 ms', t + interval '12 ms'
+         FROM (SELECT $5::timestamptz - (g * $6::float8) * interval '1 second' AS t FROM generate_series($7::int, $8::int) g) runs`,
+      [target.organizationId, target.workflowId, target.version, ctx.triggeredBy, ctx.base, spacingSeconds, start, end],
+    );
+  }
+}
+
+/** First page, pages 2… through nextCursor, and pages from DEEP_FRACTION of the history through nextCursor. */
+async function measureHistory(ctx: HistoryContext, label: string, scale: number): Promise<Row[]> {
+  const path = (cursor?: string) =>
+    `/api/workflows/${ctx.workflowId}/runs?limit=${PAGE_SIZE}` + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
+
+  // First page: the newest runs, each request from scratch.
+  const newest = await keysetRows(ctx, 0, PAGE_SIZE);
+  const firstPage = async (): Promise<string | null> => {
+    const res = await ctx.client.request('GET', path());
+    return checkPage(ctx, res.status, res.body, newest);
+  };
+  reportErrors(`history ${label}: first-page warm-up`, await runLoad(1, 10, firstPage, interrupted.signal));
+  const first = await runLoad(1, settings.firstPageRequests, firstPage, interrupted.signal);
+
+  // From the top: the cursor of page 1, then nextCursor page after page.
+  const top = await ctx.client.request('GET', path());
+  const topCursor = field(top.body, 'nextCursor');
+  if (top.status !== 200 || typeof topCursor !== 'string') throw unexpected(`history ${label}: first page`, top.status, top.body);
+  const fromTop = await followPages(ctx, path, topCursor, PAGE_SIZE);
+
+  // Deep: a cursor at the run DEEP_FRACTION of the way back, in the API's cursor encoding
+  // (following nextCursor there would take scale / PAGE_SIZE requests), then nextCursor onwards.
+  const deepOffset = deepOffsetOf(scale);
+  const [position] = await keysetRows(ctx, deepOffset - 1, 1);
+  const deepCursor = Buffer.from(JSON.stringify([position.createdAt.toISOString(), position.id])).toString('base64url');
+  const deep = await followPages(ctx, path, deepCursor, deepOffset);
+
+  const pages = settings.historyPages;
+  return [
+    loadRow(`history ${label}: first page (limit ${PAGE_SIZE})`, first),
+    loadRow(`history ${label}: pages 2–${pages + 1} via nextCursor`, fromTop),
+    loadRow(`history ${label}: ${pages} pages from ${DEEP_FRACTION * 100}% deep`, deep),
+  ];
+}
+
+/** The offset (from the newest) of the first run of the deep pages, kept on a page boundary. */
+function deepOffsetOf(scale: number): number {
+  const pageRows = settings.historyPages * PAGE_SIZE;
+  const offset = Math.floor((scale * DEEP_FRACTION) / PAGE_SIZE) * PAGE_SIZE;
+  return Math.max(PAGE_SIZE, Math.min(offset, scale - pageRows));
+}
+
+/** BENCH_HISTORY_PAGES requests, each with the nextCursor of the one before; each page checked against the table. */
+async function followPages(ctx: HistoryContext, path: (cursor?: string) => string, cursor: string, offset: number): Promise<LoadResult> {
+  const expected = await keysetRows(ctx, offset, settings.historyPages * PAGE_SIZE);
+  let next: string | null = cursor;
+  let page = 0;
+  return runLoad(
+    1,
+    settings.historyPages,
+    async () => {
+      if (next === null) return 'no nextCursor on the page before';
+      const res = await ctx.client.request('GET', path(next));
+      const want = expected.slice(page * PAGE_SIZE, ++page * PAGE_SIZE);
+      const cursorOrNull = field(res.body, 'nextCursor');
+      next = typeof cursorOrNull === 'string' ? cursorOrNull : null;
+      return checkPage(ctx, res.status, res.body, want);
+    },
+    interrupted.signal,
+  );
+}
+
+/** null when the page is 200 and holds exactly the expected runs of the workflow, in order. */
+function checkPage(ctx: HistoryContext, status: number, body: unknown, expected: KeysetRow[]): string | null {
+  if (status !== 200) return `HTTP ${status} ${brief(body)}`;
+  const data = field(body, 'data');
+  if (!Array.isArray(data)) return `200 without data: ${brief(body)}`;
+  const ids = data.map((r) => field(r, 'id'));
+  const want = expected.map((r) => r.id);
+  if (ids.join() !== want.join())
+    return `page of ${ids.length} runs starting ${String(ids[0])}, expected ${want.length} starting ${want[0]}`;
+  if (data.some((r) => field(r, 'workflowId') !== ctx.workflowId || field(r, 'output') !== OUTPUT)) return `foreign run on the page`;
+  return null;
+}
+
+interface KeysetRow {
+  id: string;
+  createdAt: Date;
+}
+
+/** The workflow's runs at `offset`… in history order, straight from the table. */
+async function keysetRows(ctx: HistoryContext, offset: number, limit: number): Promise<KeysetRow[]> {
+  const { rows } = await ctx.db.query<KeysetRow>(
+    `SELECT id, created_at AS "createdAt" FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2
+      ORDER BY created_at DESC, id DESC OFFSET $3 LIMIT $4`,
+    [ctx.organizationId, ctx.workflowId, offset, limit],
+  );
+  return rows;
+}
+
+/** The service's history query (limit + 1 rows) at the deep cursor, as EXPLAIN (ANALYZE, BUFFERS). */
+async function explainDeep(ctx: HistoryContext, label: string, scale: number): Promise<Plan> {
+  const offset = deepOffsetOf(scale);
+  const [position] = await keysetRows(ctx, offset - 1, 1);
+  const { rows } = await ctx.db.query<{ 'QUERY PLAN': string }>(
+    `EXPLAIN (ANALYZE, BUFFERS)
+     SELECT * FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2 AND (created_at, id) < ($3, $4)
+      ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [ctx.organizationId, ctx.workflowId, position.createdAt, position.id, PAGE_SIZE + 1],
+  );
+  const text = rows.map((r) => r['QUERY PLAN']).join('\n');
+  const usesIndex =
+    new RegExp(`Index Scan( Backward)? using ${HISTORY_INDEX} on workflow_runs`).test(text) && !/\bSort\b|Seq Scan/.test(text);
+  return { scale: `${label}, cursor at run ${offset} from the newest`, text, usesIndex };
+}
+
+async function scalar<T>(db: Client, sql: string, params: unknown[] = []): Promise<T> {
+  const { rows } = await db.query<Record<string, T>>(sql, params);
+  if (!rows.length) throw new Error(`no row for ${sql}`);
+  return Object.values(rows[0])[0];
+}
+
+function compact(n: number): string {
+  if (n >= 1_000_000 && n % 1_000_000 === 0) return `${n / 1_000_000}M`;
+  if (n >= 1000 && n % 1000 === 0) return `${n / 1000}k`;
+  return String(n);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function printReport(rows: Row[], plans: Plan[]): void {
+  const out: string[] = ['', machineLine('Workflow benchmark'), ''];
+  out.push(...formatRows(rows, 'requests/runs'));
+  out.push(
+    '',
+    'sync row: request latency (POST run ?wait=30 until succeeded with output 13);',
+    'enqueue rows: request latency, throughput = enqueue rate, wall = enqueue time;',
+    'drain rows: count = runs, p50/p99/mean = per-run time (started_at → finished_at),',
+    '            throughput = succeeded / (max(finished_at) − min(started_at)), wall = worker spawn → all final (incl. boot);',
+    'history rows: latency per page request (GET /runs?limit=20[&cursor]), sequential, each page checked against the table.',
+    '',
+    'History data (bulk-inserted, created 1 s apart, newest first):',
+    ...notes,
+    '',
+    ...targetLines(rows, plans),
+    '',
+  );
+  for (const plan of plans) {
+    out.push(`EXPLAIN (ANALYZE, BUFFERS) of the history query — ${plan.scale}:`, plan.text, '');
+  }
+  process.stdout.write(out.join('\n'));
+}
+
+function targetLines(rows: Row[], plans: Plan[]): string[] {
+  const serial = rows.find((r) => r.scenario.startsWith('sync run'));
+  const drains = rows.filter((r) => r.scenario.startsWith('async drain'));
+  return [
+    'Targets:',
+    ...(serial
+      ? [`  sync, 1 client: p50 ≤ ${TARGETS.syncP50Ms} ms → ${fixed(serial.p50, 2)} ms ${verdict(serial.p50 <= TARGETS.syncP50Ms)}`]
+      : []),
+    ...drains.map(
+      (r) =>
+        `  ${r.scenario}: ≥ ${TARGETS.asyncPerSecond} runs/s → ${fixed(r.throughput, 1)} ${verdict(r.throughput >= TARGETS.asyncPerSecond)}`,
+    ),
+    ...plans.map((p) => `  history plan (${p.scale}): Index Scan on ${HISTORY_INDEX}, no Sort/Seq Scan → ${verdict(p.usesIndex)}`),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+let cleaning: Promise<void> | undefined;
+
+/** Stops every process and drops every database; safe to call twice. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await services.close();
+    await databases.dropAll();
+    closeConnections();
+  })();
+  return cleaning;
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
+  process.once('SIGINT', () => {
+    log('interrupted: stopping the services and dropping the databases');
+    interrupted.abort();
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    const rows: Row[] = [];
+    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+      rows.push(...(await phase()));
+    }
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    const history = await historyPhase();
+    rows.push(...history.rows);
+    printReport(rows, history.plans);
+    const errors = rows.reduce((sum, r) => sum + r.errors, 0);
+    if (errors) throw new Error(`${errors} request(s)/run(s) failed; see above`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { LoopbackServer, startLoopbackServer } from '../../src/modules/plugins/catalog/test-support/loopback-server';
 import { executionsWithoutLiveJob, install, registerAgent } from '../support/agents';
 import { ServiceProcess, startService } from '../support/service-process';
+import { SlowRemote, startSlowRemote } from '../support/slow-remote';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
 
@@ -20,24 +20,11 @@ jest.setTimeout(240_000);
 describe('durable execution under failure', () => {
   let t: TestApp;
   let org: TestOrg;
-  let remote: LoopbackServer;
-  let inFlight = 0;
+  let remote: SlowRemote;
   const workers: ServiceProcess[] = [];
 
   beforeAll(async () => {
-    remote = await startLoopbackServer((req, res) => {
-      inFlight++;
-      const timer = setTimeout(() => {
-        inFlight--;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ key: req.headers['idempotency-key'] }));
-      }, REPLY_DELAY_MS);
-      res.on('close', () => {
-        if (!res.writableEnded) {
-          clearTimeout(timer);
-          inFlight--;
-        }
-      });
-    });
+    remote = await startSlowRemote(REPLY_DELAY_MS);
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     org = await t.newOrg();
     await install(t, org, 'http');
@@ -45,7 +32,7 @@ describe('durable execution under failure', () => {
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.kill()));
     await t.close();
-    await remote.close();
+    await remote.server.close();
   });
 
   const enqueue = async (agentId: string, count: number): Promise<string[]> => {
@@ -79,18 +66,13 @@ describe('durable execution under failure', () => {
     }
   };
 
-  const waitForCallsInFlight = async () => {
-    const deadline = Date.now() + 10_000;
-    while (inFlight === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  };
-
   it('loses nothing when workers are killed with SIGKILL mid-flight, and repeats carry the same key', async () => {
     workers.push(await startService(WORKER_ENV), await startService(WORKER_ENV));
-    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 1000 });
     const ids: string[] = [];
     for (let kill = 0; kill < 3; kill++) {
       ids.push(...(await enqueue(agentId, 20)));
-      await waitForCallsInFlight();
+      await remote.callsInFlight();
       const victim = workers.splice(kill % workers.length, 1)[0];
       await victim.kill('SIGKILL');
       workers.push(await startService(WORKER_ENV));
@@ -102,14 +84,9 @@ describe('durable execution under failure', () => {
       expect(row).toMatchObject({ status: 'succeeded', output: { key: row.id } });
     }
 
-    const calls = new Map<string, number>();
-    for (const req of remote.requests) {
-      const key = String(req.headers['idempotency-key']);
-      calls.set(key, (calls.get(key) ?? 0) + 1);
-    }
-    expect([...calls.keys()].sort()).toEqual([...ids].sort());
+    expect([...remote.calls.keys()].sort()).toEqual([...ids].sort());
     // A call repeated after a crash is the same execution's key; never more calls than attempts.
-    for (const row of rows) expect(calls.get(row.id)).toBeLessThanOrEqual(row.attempts);
+    for (const row of rows) expect(remote.calls.get(row.id)!.length).toBeLessThanOrEqual(row.attempts);
     expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
     for (const worker of workers) expect(worker.alive()).toBe(true);
   });
@@ -118,17 +95,17 @@ describe('durable execution under failure', () => {
     await Promise.all(workers.splice(0).map((w) => w.kill()));
     const worker = await startService(WORKER_ENV);
     workers.push(worker);
-    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 5000 });
-    const before = remote.requests.length;
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 5000 });
+    const before = new Set(remote.calls.keys());
     const ids = await enqueue(agentId, 20);
-    await waitForCallsInFlight();
+    await remote.callsInFlight();
     worker.child.kill('SIGTERM');
     const ended = await worker.exited;
     // Nest re-raises the signal once shut down; exit code 1 would be the grace watchdog.
     expect(ended.signal === 'SIGTERM' || ended.code === 0).toBe(true);
 
     const dataSource = t.app.get(DataSource);
-    const called = new Set(remote.requests.slice(before).map((r) => String(r.headers['idempotency-key'])));
+    const called = new Set([...remote.calls.keys()].filter((key) => !before.has(key)));
     const afterStop = await dataSource.query<Array<{ id: string; status: string }>>(
       'SELECT id, status FROM agent_executions WHERE id = ANY($1::uuid[])',
       [ids],
@@ -141,8 +118,8 @@ describe('durable execution under failure', () => {
     workers.push(await startService(WORKER_ENV));
     const rows = await untilFinished(ids, 60_000);
     expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
-    const calls = remote.requests.slice(before).map((r) => String(r.headers['idempotency-key']));
-    expect(calls.sort()).toEqual([...ids].sort());
+    // One call each: every attempt in flight at SIGTERM was recorded before the process ended.
+    for (const id of ids) expect(remote.calls.get(id)).toHaveLength(1);
   });
 
   it('rides out a Postgres outage: workers reconnect and every execution finishes', async () => {
@@ -151,10 +128,10 @@ describe('durable execution under failure', () => {
     try {
       const env = { ...WORKER_ENV, DATABASE_URL: proxy.url };
       workers.push(await startService(env), await startService(env));
-      const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
+      const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 1000 });
       const ids = await enqueue(agentId, 40);
 
-      await waitForCallsInFlight();
+      await remote.callsInFlight();
       proxy.cut();
       await new Promise((r) => setTimeout(r, 3000));
       proxy.restore();

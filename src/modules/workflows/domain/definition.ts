@@ -177,7 +177,14 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
 
 /** A cycle through `needs` as the ids along it (`['a', 'b', 'a']`), or null. Self-needs are reported apart. */
 export function findCycle(steps: Array<Pick<StepDefinition, 'id' | 'needs'>>): string[] | null {
-  const needs = new Map(steps.map((s) => [s.id, (s.needs ?? []).filter((n) => n !== s.id)]));
+  // A duplicate id is reported apart; the first step with an id stands for it here.
+  const needs = new Map<string, string[]>();
+  for (const s of steps)
+    if (!needs.has(s.id))
+      needs.set(
+        s.id,
+        (s.needs ?? []).filter((n) => n !== s.id),
+      );
   const state = new Map<string, 'open' | 'done'>();
   const path: string[] = [];
   const visit = (id: string): string[] | null => {

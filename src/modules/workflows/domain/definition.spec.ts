@@ -1,0 +1,100 @@
+import { DefinitionContext, definitionProblems, findCycle } from './definition';
+import { nextSteps, StepStatus } from './run';
+
+const context: DefinitionContext = {
+  agentExists: (id) => id === '00000000-0000-4000-8000-000000000001',
+  action: (q) => (q === 'transform.jsonata' ? 'ok' : q.startsWith('llm.') ? 'plugin-not-installed' : 'unknown'),
+  actionConfigProblems: (_q, config) => (typeof config.expression === 'string' ? [] : [{ path: 'expression', message: 'is required' }]),
+  compileProblem: (e) => (e.includes('(') && !e.includes(')') ? 'does not compile at position 1' : null),
+  schemaProblem: (s) => (s.type === 'nonsense' ? 'unknown type' : null),
+};
+const action = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  action: 'transform.jsonata',
+  with: { expression: '$' },
+  ...extra,
+});
+
+describe('definitionProblems', () => {
+  it('accepts a valid graph', () => {
+    expect(definitionProblems({ name: 'ok', steps: [action('a'), action('b', { needs: ['a'] })], output: 'steps' }, context)).toEqual([]);
+  });
+
+  it('reports the shape first, with indexed paths', () => {
+    expect(definitionProblems({ name: 'x', steps: [{ id: 'A' }] }, context)).toEqual([
+      expect.objectContaining({ path: 'steps[0].id', message: expect.stringContaining('pattern') }),
+    ]);
+    expect(definitionProblems({ steps: [] }, context).map((d) => d.path)).toEqual(['', 'steps']);
+  });
+
+  it('reports every semantic problem at once', () => {
+    const problems = definitionProblems(
+      {
+        name: 'x',
+        steps: [
+          action('a', { needs: ['b', 'ghost', 'a'] }),
+          action('b', { needs: ['a'], input: 'f(' }),
+          { id: 'c', agent: '00000000-0000-4000-8000-000000000002', with: {} },
+          { id: 'a', action: 'llm.chat' },
+          { id: 'e', action: 'transform.jsonata', with: {} },
+        ],
+        output: 'g(',
+        inputSchema: { type: 'nonsense' },
+      },
+      context,
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'steps[1].input',
+      'steps[2].with',
+      'steps[2].agent',
+      'steps[3].id',
+      'steps[3].action',
+      'steps[4].with.expression',
+      'steps[0].needs[1]',
+      'steps[0].needs[2]',
+      'steps',
+      'output',
+      'inputSchema',
+    ]);
+  });
+});
+
+describe('findCycle', () => {
+  it('names the steps along a cycle in run order', () => {
+    expect(
+      findCycle([
+        { id: 'a', needs: ['b'] },
+        { id: 'b', needs: ['a'] },
+      ]),
+    ).toEqual(['a', 'b', 'a']);
+    expect(findCycle([{ id: 'x' }, { id: 'a', needs: ['x', 'c'] }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['b'] }])).toEqual([
+      'a',
+      'b',
+      'c',
+      'a',
+    ]);
+  });
+
+  it('finds none in a diamond', () => {
+    expect(findCycle([{ id: 'a' }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['a'] }, { id: 'd', needs: ['b', 'c'] }])).toBeNull();
+  });
+});
+
+describe('nextSteps', () => {
+  const diamond = [{ id: 'a' }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['a'] }, { id: 'd', needs: ['b', 'c'] }];
+  const states = (entries: Record<string, StepStatus>) => new Map(Object.entries(entries));
+
+  it('readies the steps whose needs all succeeded', () => {
+    expect(nextSteps(diamond, states({ a: 'pending', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({ ready: ['a'], skip: [] });
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({
+      ready: ['b', 'c'],
+      skip: [],
+    });
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'succeeded', c: 'running', d: 'pending' }))).toEqual({ ready: [], skip: [] });
+  });
+
+  it('skips a step with a need that failed, was skipped or canceled', () => {
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'skipped', c: 'succeeded', d: 'pending' }))).toEqual({ ready: [], skip: ['d'] });
+    expect(nextSteps(diamond, states({ a: 'failed', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({ ready: [], skip: ['b', 'c'] });
+  });
+});

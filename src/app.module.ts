@@ -10,6 +10,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { AgentsModule } from './modules/agents/agents.module';
 import { AuthModule } from './modules/auth/auth.module';
+import { LicensingModule } from './modules/licensing/licensing.module';
 import { OperationsModule } from './modules/operations/operations.module';
 import { OrganizationsModule } from './modules/organizations/organizations.module';
 import { PluginsModule } from './modules/plugins/plugins.module';
@@ -58,6 +59,7 @@ import { validationPipe } from './shared/http/validation';
       ],
     }),
     ThrottlingModule,
+    LicensingModule,
     UsersModule,
     OrganizationsModule,
     AuthModule,

@@ -9,6 +9,7 @@ import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const UPPERCASE = { kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
 
+// Enterprise organizations: these specs make more requests than the starter budget allows.
 describe('agents', () => {
   let t: TestApp;
   let org: TestOrg;
@@ -36,7 +37,7 @@ describe('agents', () => {
       reply(404, {});
     });
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
-    [org, other] = [await t.newOrg(), await t.newOrg()];
+    [org, other] = [await t.newOrg('enterprise'), await t.newOrg('enterprise')];
   });
   afterAll(async () => {
     for (const res of hanging) res.destroy();
@@ -146,7 +147,7 @@ describe('agents', () => {
     });
 
     it('lists newest first, filters by kind and pages with a cursor', async () => {
-      const own = await t.newOrg();
+      const own = await t.newOrg('enterprise');
       await install(t, own, 'transform');
       await install(t, own, 'http');
       const ids: string[] = [];
@@ -193,7 +194,7 @@ describe('agents', () => {
     });
 
     it('refuses to uninstall a plugin that agents use, naming them; deletes agents', async () => {
-      const own = await t.newOrg();
+      const own = await t.newOrg('enterprise');
       await install(t, own, 'transform');
       const id = await registerAgent(t, own, { ...UPPERCASE, name: 'shouter' });
       const refused = await t.http().delete('/api/plugins/transform').set(bearer(own.admin));
@@ -385,7 +386,7 @@ describe('agents', () => {
 
   describe('history', () => {
     it('pages 250 executions newest first without duplicates or gaps, also while more are inserted', async () => {
-      const own = await t.newOrg();
+      const own = await t.newOrg('enterprise');
       await install(t, own, 'transform');
       const id = await registerAgent(t, own, UPPERCASE);
       const run = (n: number) =>
@@ -426,7 +427,7 @@ describe('agents', () => {
     });
 
     it('filters by status and since, and checks its query', async () => {
-      const own = await t.newOrg();
+      const own = await t.newOrg('enterprise');
       await install(t, own, 'transform');
       const id = await registerAgent(t, own, UPPERCASE);
       await t

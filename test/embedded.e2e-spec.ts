@@ -12,6 +12,8 @@ describe('embedded mode', () => {
       DATA_DIR: dataDir,
       ADMIN_EMAIL: 'root@embedded.test',
       ADMIN_PASSWORD: 'embedded admin password',
+      // Unlicensed, as a fresh installation is.
+      LICENSE_KEY: undefined,
     };
     const t = await createTestApp({ env });
     try {
@@ -23,11 +25,18 @@ describe('embedded mode', () => {
     } finally {
       await t.close();
     }
-    // A restart keeps the data and the generated secret: the admin still signs in.
-    const again = await createTestApp({ env: { ...env, ADMIN_PASSWORD: 'ignored once bootstrapped' } });
+    // A restart keeps the data and the generated secret: the admin still signs in. With a
+    // LICENSE_KEY now, the installation's one organization is raised to the licensed tier.
+    const again = await createTestApp({
+      env: { ...env, ADMIN_PASSWORD: 'ignored once bootstrapped', LICENSE_KEY: process.env.LICENSE_KEY },
+    });
     try {
       const login = await again.http().post('/api/auth/login').send({ email: 'root@embedded.test', password: 'embedded admin password' });
       expect(login.status).toBe(200);
+      const me = await again.http().get('/api/auth/me').set('Authorization', `Bearer ${login.body.accessToken}`);
+      expect(me.body.organization).toMatchObject({ slug: 'default', tier: 'enterprise' });
+      const subscription = await again.http().get('/api/subscription').set('Authorization', `Bearer ${login.body.accessToken}`);
+      expect(subscription.body).toMatchObject({ tier: 'enterprise', license: { status: 'valid', customer: 'test suite' } });
     } finally {
       await again.close();
       rmSync(dataDir, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const jsonata = (expression: string) => ({ action: 'transform.jsonata', with: { expression } });
 
+// Enterprise organizations: these specs make more requests than the starter budget allows.
 describe('workflows', () => {
   let t: TestApp;
   let org: TestOrg;
@@ -39,7 +40,7 @@ describe('workflows', () => {
       reply(404, {});
     });
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
-    [org, other] = [await t.newOrg(), await t.newOrg()];
+    [org, other] = [await t.newOrg('enterprise'), await t.newOrg('enterprise')];
     for (const slug of ['transform', 'http']) await install(t, org, slug);
     const remoteAgent = (path: string, extra: Record<string, unknown> = {}) =>
       registerAgent(t, org, { name: path.slice(1), kind: 'http.agent', config: { url: `${remote.url}${path}` }, maxAttempts: 1, ...extra });
@@ -453,7 +454,7 @@ describe('workflows', () => {
     });
 
     it('deletes a workflow, keeping its runs readable; refuses to delete agents and plugins it uses', async () => {
-      const own = await t.newOrg();
+      const own = await t.newOrg('enterprise');
       await install(t, own, 'transform');
       const agent = await registerAgent(t, own, { name: 'used', kind: 'transform.jsonata', config: { expression: '$' } });
       const created = await define(

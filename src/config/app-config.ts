@@ -25,6 +25,12 @@ export class AppConfig {
   readonly secretsKey: Buffer;
   /** OUTBOUND_ALLOWLIST: hosts and CIDRs the SSRF guard lets through. */
   readonly outboundAllowList: string;
+  /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
+  readonly licensePublicKeys: string[];
+  /** A license to install at boot. */
+  readonly licenseKey?: string;
+  /** Tier rate limits on /api (off only for benchmarks). */
+  readonly rateLimitEnabled: boolean;
 
   constructor(env: Environment) {
     this.production = env.NODE_ENV === 'production';
@@ -57,6 +63,9 @@ export class AppConfig {
     const secretsKey = env.SECRETS_KEY ?? persistedSecret(dataDir, 'secrets-key', () => randomBytes(32).toString('hex'));
     this.secretsKey = Buffer.from(secretsKey, /^[0-9a-fA-F]{64}$/.test(secretsKey) ? 'hex' : 'base64');
     this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
+    this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
+    this.licenseKey = env.LICENSE_KEY;
+    this.rateLimitEnabled = env.RATE_LIMIT_ENABLED;
   }
 
   /** Serves the API routes (a worker serves only health and metrics). */

@@ -97,6 +97,18 @@ export class Environment {
   @Min(1)
   @Max(64)
   WORKER_CONCURRENCY = 4;
+
+  @Matches(/^([A-Za-z0-9+/]+={0,2})?(,[A-Za-z0-9+/]+={0,2})*$/, {
+    message: 'LICENSE_PUBLIC_KEYS must be comma-separated base64 (SPKI DER)',
+  })
+  LICENSE_PUBLIC_KEYS = '';
+
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, { message: 'LICENSE_KEY must be a compact JWS' })
+  LICENSE_KEY?: string;
+
+  @Transform(({ value }) => !(value === false || value === 'false' || value === '0'))
+  RATE_LIMIT_ENABLED = true;
 }
 
 const NUMERIC = new Set([
@@ -117,7 +129,14 @@ export class ConfigError extends Error {
 
 /** Parses and validates the environment; throws a ConfigError naming every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'ADMIN_PASSWORD', 'SECRETS_KEY');
+  const known = Object.keys(new Environment()).concat(
+    'DATABASE_URL',
+    'REDIS_URL',
+    'JWT_SECRET',
+    'ADMIN_PASSWORD',
+    'SECRETS_KEY',
+    'LICENSE_KEY',
+  );
   const raw: Record<string, unknown> = {};
   for (const key of known) {
     const value = env[key];

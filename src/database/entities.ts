@@ -1,5 +1,6 @@
 import { AgentRow } from '../modules/agents/infrastructure/agent.orm-entity';
 import { ExecutionRow } from '../modules/agents/infrastructure/execution.orm-entity';
+import { LicenseRow } from '../modules/licensing/infrastructure/license.orm-entity';
 import { RefreshTokenRow } from '../modules/auth/infrastructure/refresh-token.orm-entity';
 import { InstallationRow } from '../modules/plugins/infrastructure/installation.orm-entity';
 import { OrganizationRow } from '../modules/organizations/infrastructure/organization.orm-entity';
@@ -20,4 +21,5 @@ export const ENTITIES = [
   WorkflowVersionRow,
   RunRow,
   RunStepRow,
+  LicenseRow,
 ];

@@ -26,7 +26,7 @@ describe('durable execution under failure', () => {
   beforeAll(async () => {
     remote = await startSlowRemote(REPLY_DELAY_MS);
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
-    org = await t.newOrg();
+    org = await t.newOrg('enterprise');
     await install(t, org, 'http');
   });
   afterAll(async () => {

@@ -33,7 +33,7 @@ describe('durable workflow runs under failure', () => {
   beforeAll(async () => {
     remote = await startSlowRemote(300);
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
-    org = await t.newOrg();
+    org = await t.newOrg('enterprise');
     await install(t, org, 'http');
     const agent = await registerAgent(t, org, {
       kind: 'http.agent',

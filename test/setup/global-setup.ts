@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres';
+import { generateLicenseKeyPair, issueLicense } from '../../src/modules/licensing/application/license-issuer';
 
 /**
  * Every run gets a database of its own: a fresh one created on the server DATABASE_URL
@@ -12,6 +13,15 @@ export default async function globalSetup(): Promise<void> {
   process.env.JWT_SECRET ??= randomBytes(32).toString('hex');
   process.env.LOG_LEVEL ??= 'silent';
   process.env.DATA_DIR ??= `/tmp/platform-test-${process.pid}`;
+  // A throwaway vendor key and an enterprise license with room to spare: every test app boots
+  // licensed; the license specs issue their own licenses with TEST_LICENSE_PRIVATE_KEY.
+  const vendor = generateLicenseKeyPair();
+  process.env.TEST_LICENSE_PRIVATE_KEY = vendor.privateKeyPem;
+  process.env.LICENSE_PUBLIC_KEYS = vendor.publicKeyBase64;
+  process.env.LICENSE_KEY = await issueLicense(
+    { customer: 'test suite', tier: 'enterprise', seats: 1_000_000, days: 30, maxRateLimitPerMinute: 100_000 },
+    vendor.privateKeyPem,
+  );
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const embedded = await EmbeddedPostgres.start(null, 40);

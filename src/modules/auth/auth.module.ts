@@ -5,6 +5,7 @@ import { JwtModule } from '@nestjs/jwt';
 import { AppConfig } from '../../config/app-config';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { UsersModule } from '../users/users.module';
+import { TierThrottlerGuard } from '../throttling/tier-throttler.guard';
 import { AuthController } from './api/auth.controller';
 import { JwtAuthGuard } from './api/jwt-auth.guard';
 import { RolesGuard } from './api/roles.guard';
@@ -40,6 +41,8 @@ import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: RolesGuard },
+    // After the two above (global guards run in the order they are provided): counts per organization.
+    { provide: APP_GUARD, useClass: TierThrottlerGuard },
   ],
   exports: [AuthService, AccessTokens],
 })

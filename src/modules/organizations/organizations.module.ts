@@ -1,15 +1,22 @@
 import { Module } from '@nestjs/common';
 import { UsersModule } from '../users/users.module';
 import { OrganizationsController } from './api/organizations.controller';
+import { SubscriptionController } from './api/subscription.controller';
 import { FirstStartBootstrap } from './application/first-start.bootstrap';
+import { SubscriptionService } from './application/subscription.service';
 import { OrganizationsService } from './application/organizations.service';
 import { OrganizationRepository } from './domain/organization.repository';
 import { TypeOrmOrganizationRepository } from './infrastructure/typeorm-organization.repository';
 
 @Module({
   imports: [UsersModule],
-  controllers: [OrganizationsController],
-  providers: [OrganizationsService, FirstStartBootstrap, { provide: OrganizationRepository, useClass: TypeOrmOrganizationRepository }],
-  exports: [OrganizationsService],
+  controllers: [OrganizationsController, SubscriptionController],
+  providers: [
+    OrganizationsService,
+    SubscriptionService,
+    FirstStartBootstrap,
+    { provide: OrganizationRepository, useClass: TypeOrmOrganizationRepository },
+  ],
+  exports: [OrganizationsService, SubscriptionService],
 })
 export class OrganizationsModule {}

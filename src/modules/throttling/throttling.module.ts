@@ -1,13 +1,69 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { Redis } from 'ioredis';
+import { Counter } from 'prom-client';
+import { AppConfig } from '../../config/app-config';
+import { Metrics } from '../operations/metrics';
+import { OperationsModule } from '../operations/operations.module';
+import { FailOpenStorage } from './fail-open.storage';
+
+/** The Redis connection behind the counters, when REDIS_URL is set; closed at shutdown. */
+@Injectable()
+class RedisConnection implements OnApplicationShutdown {
+  readonly client: Redis | null;
+
+  constructor(config: AppConfig) {
+    if (!config.redisUrl) {
+      this.client = null;
+      return;
+    }
+    const logger = new Logger('Redis');
+    let lastLog = 0;
+    this.client = new Redis(config.redisUrl, {
+      // Fail fast while disconnected (the storage then lets requests through) and reconnect in the background.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    });
+    this.client.on('error', (error: Error) => {
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        logger.warn(`Redis: ${error.message}`);
+      }
+    });
+  }
+
+  onApplicationShutdown(): void {
+    this.client?.disconnect();
+  }
+}
 
 /**
- * The counters behind every limit (login attempts now, tier limits later). In memory; the
- * Redis-backed storage replaces it when REDIS_URL is set so instances count together.
+ * The counters behind every limit (tier rate limits, login attempts): in Redis when
+ * REDIS_URL is set, so every instance counts together (failing open if Redis is away), in
+ * this process's memory otherwise.
  */
 @Global()
 @Module({
-  providers: [{ provide: ThrottlerStorage, useClass: ThrottlerStorageService }],
+  imports: [OperationsModule],
+  providers: [
+    RedisConnection,
+    {
+      provide: ThrottlerStorage,
+      inject: [RedisConnection, Metrics],
+      useFactory: (redis: RedisConnection, metrics: Metrics) => {
+        if (!redis.client) return new ThrottlerStorageService();
+        const failures = new Counter({
+          name: 'rate_limit_storage_errors_total',
+          help: 'Rate-limit counter updates that failed (Redis unreachable or slow); those requests passed uncounted',
+          registers: [metrics.registry],
+        });
+        return new FailOpenStorage(new ThrottlerStorageRedisService(redis.client), failures);
+      },
+    },
+  ],
   exports: [ThrottlerStorage],
 })
 export class ThrottlingModule {}

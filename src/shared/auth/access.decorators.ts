@@ -1,9 +1,10 @@
-import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Principal, Role, ROLES } from './principal';
 
 export const PUBLIC_KEY = 'access:public';
 export const ROLES_KEY = 'access:roles';
 export const OPERATOR_KEY = 'access:operator';
+export const OPERATORS_TOO_KEY = 'access:operators-too';
 
 /** No token needed (login, refresh, SAML endpoints, ops). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
@@ -16,6 +17,9 @@ export const AnyRole = () => Roles(...ROLES);
 
 /** Instance operators only (a user flag, independent of the organization role). */
 export const OperatorOnly = () => SetMetadata(OPERATOR_KEY, true);
+
+/** These roles, and instance operators whatever their role. */
+export const RolesOrOperator = (...roles: Role[]) => applyDecorators(Roles(...roles), SetMetadata(OPERATORS_TOO_KEY, true));
 
 export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
   const request = ctx.switchToHttp().getRequest<{ principal?: Principal }>();

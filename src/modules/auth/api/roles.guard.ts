@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { OPERATOR_KEY, PUBLIC_KEY, ROLES_KEY } from '../../../shared/auth/access.decorators';
+import { OPERATOR_KEY, OPERATORS_TOO_KEY, PUBLIC_KEY, ROLES_KEY } from '../../../shared/auth/access.decorators';
 import { Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 
@@ -23,6 +23,7 @@ export class RolesGuard implements CanActivate {
     }
     const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
     if (roles?.includes(principal.role)) return true;
+    if (principal.isOperator && this.reflector.getAllAndOverride<boolean>(OPERATORS_TOO_KEY, targets)) return true;
     throw new DomainError('FORBIDDEN', `The ${principal.role} role may not do this`);
   }
 }

@@ -1,6 +1,6 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsEmail, IsIn, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { IsEmail, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
 
 export class OrganizationAdminRequest {
@@ -66,4 +66,18 @@ export class CreatedOrganizationResponse extends OrganizationResponse {
 export class OrganizationPageResponse {
   @ApiProperty({ type: [OrganizationResponse] }) data!: OrganizationResponse[];
   @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
+
+export class UpdateOrganizationRequest {
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name?: string;
+
+  @ApiPropertyOptional({ enum: TIERS, description: 'Up to the tier the license allows' })
+  @IsOptional()
+  @IsIn(TIERS)
+  tier?: Tier;
 }

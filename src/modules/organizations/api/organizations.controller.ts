@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AnyRole, CurrentPrincipal, OperatorOnly } from '../../../shared/auth/access.decorators';
@@ -7,7 +7,13 @@ import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { OrganizationsService } from '../application/organizations.service';
-import { CreatedOrganizationResponse, CreateOrganizationRequest, OrganizationPageResponse, OrganizationResponse } from './organization.dto';
+import {
+  CreatedOrganizationResponse,
+  CreateOrganizationRequest,
+  OrganizationPageResponse,
+  OrganizationResponse,
+  UpdateOrganizationRequest,
+} from './organization.dto';
 
 @ApiTags('organizations')
 @ApiBearerAuth()
@@ -43,11 +49,20 @@ export class OrganizationsController {
     return OrganizationResponse.from(await this.organizations.require(id));
   }
 
+  @Patch(':id')
+  @OperatorOnly()
+  @ApiOperation({ summary: "Rename an organization or assign its tier, up to the license's tier (instance operators)" })
+  @ApiOkResponse({ type: OrganizationResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'ORGANIZATION_NOT_FOUND', 'LICENSE_REQUIRED')
+  async update(@Param('id', UuidParam) id: string, @Body() body: UpdateOrganizationRequest): Promise<OrganizationResponse> {
+    return OrganizationResponse.from(await this.organizations.change(id, body));
+  }
+
   @Post()
   @OperatorOnly()
   @ApiOperation({ summary: 'Create an organization with its first admin (instance operators)' })
   @ApiCreatedResponse({ type: CreatedOrganizationResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'ORGANIZATION_SLUG_TAKEN', 'EMAIL_TAKEN')
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'ORGANIZATION_SLUG_TAKEN', 'EMAIL_TAKEN', 'LICENSE_REQUIRED', 'SEAT_LIMIT_REACHED')
   async create(@Body() body: CreateOrganizationRequest, @Res({ passthrough: true }) res: Response): Promise<CreatedOrganizationResponse> {
     const { organization, admin } = await this.organizations.create(body);
     res.location(`/api/organizations/${organization.id}`);

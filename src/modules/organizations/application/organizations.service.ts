@@ -1,10 +1,13 @@
 import { Transactional } from '@nestjs-cls/transactional';
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { User } from '../../users/domain/user';
 import { UsersService } from '../../users/application/users.service';
+import { LicensingService } from '../../licensing/application/licensing.service';
+import { tierRank } from '../../licensing/domain/tiers';
 import { Organization, Tier } from '../domain/organization';
 import { OrganizationRepository } from '../domain/organization.repository';
 
@@ -15,20 +18,76 @@ export interface NewOrganization {
   admin: { email: string; password?: string; isOperator?: boolean };
 }
 
+export interface OrganizationChanges {
+  name?: string;
+  tier?: Tier;
+}
+
+/** Signal topic: an organization's tier or limit changed (rate limits re-read it). */
+export const ORGANIZATION_CHANGED = 'organization.changed';
+
 @Injectable()
-export class OrganizationsService {
+export class OrganizationsService implements OnModuleInit {
   constructor(
     private readonly organizations: OrganizationRepository,
     private readonly users: UsersService,
+    private readonly licensing: LicensingService,
+    private readonly signals: Signals,
   ) {}
+
+  onModuleInit(): void {
+    // A license applied to an installation with one organization raises it to the licensed tier.
+    this.licensing.onInstalled(async (claims) => {
+      if ((await this.organizations.count()) !== 1) return;
+      const [only] = (await this.organizations.list({ limit: 1 })).data;
+      if (only.tier === claims.tier) return;
+      only.assignTier(claims.tier);
+      await this.organizations.update(only);
+      this.signals.publish(ORGANIZATION_CHANGED, only.id);
+    });
+  }
 
   /** An organization and its first admin, together or not at all. */
   @Transactional()
   async create(input: NewOrganization): Promise<{ organization: Organization; admin: User }> {
+    await this.assertLicensed(input.tier);
     const organization = Organization.create({ slug: input.slug, name: input.name, tier: input.tier });
     await this.organizations.insert(organization);
     const admin = await this.users.create(organization.id, { ...input.admin, role: 'admin' });
     return { organization, admin };
+  }
+
+  /** Operators rename an organization or assign its tier, up to the licensed tier. */
+  @Transactional()
+  async change(id: string, changes: OrganizationChanges): Promise<Organization> {
+    const organization = await this.require(id);
+    if (changes.tier !== undefined) {
+      await this.assertLicensed(changes.tier);
+      organization.assignTier(changes.tier);
+    }
+    if (changes.name !== undefined) organization.rename(changes.name);
+    await this.organizations.update(organization);
+    this.signals.publish(ORGANIZATION_CHANGED, organization.id);
+    return organization;
+  }
+
+  /** Enterprise admins set their own limit, within the license's maximum. */
+  async setRateLimit(caller: Principal, perMinute: number): Promise<Organization> {
+    const organization = await this.require(caller.organizationId);
+    const license = await this.licensing.state();
+    if (license.effectiveTier(organization.tier) !== 'enterprise') {
+      throw new DomainError('FEATURE_NOT_AVAILABLE', 'Setting the rate limit is part of the enterprise tier');
+    }
+    const max = license.maxRateLimitPerMinute!;
+    if (perMinute > max) {
+      throw new DomainError('VALIDATION_FAILED', `The license allows at most ${max} requests per minute`, [
+        { path: 'rateLimitPerMinute', message: `rateLimitPerMinute must not be greater than ${max}` },
+      ]);
+    }
+    organization.setRateLimit(perMinute);
+    await this.organizations.update(organization);
+    this.signals.publish(ORGANIZATION_CHANGED, organization.id);
+    return organization;
   }
 
   list(page: PageRequest): Promise<Page<Organization>> {
@@ -43,6 +102,18 @@ export class OrganizationsService {
     const organization = await this.organizations.findById(id);
     if (!organization) throw new DomainError('ORGANIZATION_NOT_FOUND', `Organization '${id}' was not found`);
     return organization;
+  }
+
+  private async assertLicensed(tier: Tier): Promise<void> {
+    const license = await this.licensing.state();
+    if (tierRank(tier) > tierRank(license.maxTier)) {
+      throw new DomainError(
+        'LICENSE_REQUIRED',
+        license.valid
+          ? `The license allows tiers up to ${license.maxTier}; '${tier}' needs a license for it`
+          : `Without a valid license organizations are limited to starter; '${tier}' needs a license`,
+      );
+    }
   }
 
   hasAny(): Promise<boolean> {

@@ -6,5 +6,7 @@ export abstract class OrganizationRepository {
   abstract findBySlug(slug: string): Promise<Organization | null>;
   abstract list(page: PageRequest): Promise<Page<Organization>>;
   abstract insert(organization: Organization): Promise<void>;
+  abstract update(organization: Organization): Promise<void>;
   abstract exists(): Promise<boolean>;
+  abstract count(): Promise<number>;
 }

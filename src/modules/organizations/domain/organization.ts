@@ -17,7 +17,7 @@ export interface OrganizationProps {
 
 /** The tenant. Every resource row belongs to exactly one organization. */
 export class Organization {
-  private constructor(private readonly props: OrganizationProps) {}
+  private constructor(private props: OrganizationProps) {}
 
   static create(input: { slug: string; name: string; tier: Tier }): Organization {
     if (!SLUG_PATTERN.test(input.slug)) {
@@ -54,6 +54,20 @@ export class Organization {
   }
   get createdAt() {
     return this.props.createdAt;
+  }
+
+  rename(name: string): void {
+    this.props = { ...this.props, name };
+  }
+
+  /** Assigned by operators, within the license (checked by the caller). */
+  assignTier(tier: Tier): void {
+    this.props = { ...this.props, tier };
+  }
+
+  /** Enterprise organizations' own requests per minute; null returns to the tier's default. */
+  setRateLimit(perMinute: number | null): void {
+    this.props = { ...this.props, rateLimitPerMinute: perMinute };
   }
 
   toProps(): OrganizationProps {

@@ -45,6 +45,15 @@ export class TypeOrmOrganizationRepository extends OrganizationRepository {
     }
   }
 
+  async update(organization: Organization): Promise<void> {
+    const { id, name, tier, rateLimitPerMinute } = organization.toProps();
+    await this.rows.update({ id }, { name, tier, rateLimitPerMinute });
+  }
+
+  count(): Promise<number> {
+    return this.rows.count();
+  }
+
   async exists(): Promise<boolean> {
     return (await this.rows.count({ take: 1 })) > 0;
   }

@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { LicensingService } from '../../licensing/application/licensing.service';
 import { Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -20,6 +21,7 @@ export class UsersService {
   constructor(
     private readonly users: UserRepository,
     private readonly hasher: PasswordHasher,
+    private readonly licensing: LicensingService,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<User>> {
@@ -31,7 +33,10 @@ export class UsersService {
   }
 
   /** Also used by organization creation and the first-start bootstrap. */
+  /** SEAT_LIMIT_REACHED past the license's seats (counted across the installation). */
+  @Transactional()
   async create(organizationId: string, input: NewUser): Promise<User> {
+    await this.licensing.assertSeatAvailable();
     const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
     const user = User.create({ organizationId, email: input.email, passwordHash, role: input.role, isOperator: input.isOperator });
     await this.users.insert(user);

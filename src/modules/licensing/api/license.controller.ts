@@ -1,0 +1,92 @@
+import { Body, Controller, Delete, Get, HttpCode, Put } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import { IsString, MaxLength, MinLength } from 'class-validator';
+import { CurrentPrincipal, OperatorOnly, RolesOrOperator } from '../../../shared/auth/access.decorators';
+import type { Principal } from '../../../shared/auth/principal';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { TIERS, Tier } from '../../organizations/domain/organization';
+import { LicensingService } from '../application/licensing.service';
+import { LicenseState, LicenseStatus } from '../domain/license';
+
+export class InstallLicenseRequest {
+  @ApiProperty({ description: 'The license key: a compact JWS signed with Ed25519 by the vendor' })
+  @IsString()
+  @MinLength(20)
+  @MaxLength(16384)
+  key!: string;
+}
+
+export class LicenseResponse {
+  @ApiProperty({ enum: ['none', 'valid', 'expired'] }) status!: LicenseStatus;
+  @ApiPropertyOptional({ description: 'The customer (sub)' }) customer?: string;
+  @ApiPropertyOptional({ enum: TIERS, description: 'The highest tier organizations may have' }) tier?: Tier;
+  @ApiPropertyOptional() seats?: number;
+  @ApiPropertyOptional({ type: [String] }) features?: string[];
+  @ApiPropertyOptional() maxRateLimitPerMinute?: number;
+  @ApiPropertyOptional() issuedAt?: string;
+  @ApiPropertyOptional() expiresAt?: string;
+  @ApiPropertyOptional() installedAt?: string;
+  @ApiProperty({ type: [String] }) warnings!: string[];
+
+  static of(state: LicenseState): LicenseResponse {
+    const license = state.license;
+    if (!license) return { status: state.status, warnings: state.warnings() };
+    const { claims } = license;
+    return {
+      status: state.status,
+      customer: claims.sub,
+      tier: claims.tier,
+      seats: claims.seats,
+      features: claims.features,
+      maxRateLimitPerMinute: claims.maxRateLimitPerMinute,
+      issuedAt: new Date(claims.iat * 1000).toISOString(),
+      expiresAt: new Date(claims.exp * 1000).toISOString(),
+      installedAt: license.installedAt.toISOString(),
+      warnings: state.warnings(),
+    };
+  }
+}
+
+@ApiTags('license')
+@ApiBearerAuth()
+@Controller('api/license')
+export class LicenseController {
+  constructor(private readonly licensing: LicensingService) {}
+
+  @Get()
+  @RolesOrOperator('admin')
+  @ApiOperation({ summary: "The installation's license (instance operators and admins)" })
+  @ApiOkResponse({ type: LicenseResponse })
+  @ApiErrors('FORBIDDEN')
+  async get(): Promise<LicenseResponse> {
+    return LicenseResponse.of(await this.licensing.state());
+  }
+
+  @Put()
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Install a license key, verified offline (instance operators)' })
+  @ApiOkResponse({ type: LicenseResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'LICENSE_INVALID')
+  async install(@CurrentPrincipal() caller: Principal, @Body() body: InstallLicenseRequest): Promise<LicenseResponse> {
+    await this.licensing.install(body.key, caller.userId);
+    return LicenseResponse.of(await this.licensing.state());
+  }
+
+  @Delete()
+  @OperatorOnly()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Remove the license: every organization falls back to starter (instance operators)' })
+  @ApiNoContentResponse()
+  @ApiErrors('FORBIDDEN', 'LICENSE_INVALID')
+  async remove(): Promise<void> {
+    await this.licensing.remove();
+  }
+}

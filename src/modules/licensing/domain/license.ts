@@ -1,0 +1,70 @@
+import { Tier } from '../../organizations/domain/organization';
+import { lowerTier } from './tiers';
+
+/** What a license grants, from its signed claims. */
+export interface LicenseClaims {
+  /** The customer. */
+  sub: string;
+  /** The highest tier the installation may use. */
+  tier: Tier;
+  /** Users across the installation. */
+  seats: number;
+  features: string[];
+  maxRateLimitPerMinute: number;
+  iat: number;
+  exp: number;
+}
+
+export interface InstalledLicense {
+  key: string;
+  claims: LicenseClaims;
+  installedAt: Date;
+}
+
+export type LicenseStatus = 'none' | 'valid' | 'expired';
+
+/** The license as the installation sees it at `now`. */
+export class LicenseState {
+  constructor(
+    readonly license: InstalledLicense | null,
+    private readonly now: Date = new Date(),
+  ) {}
+
+  get status(): LicenseStatus {
+    if (!this.license) return 'none';
+    return this.license.claims.exp * 1000 <= this.now.getTime() ? 'expired' : 'valid';
+  }
+
+  get valid(): boolean {
+    return this.status === 'valid';
+  }
+
+  /** The highest tier organizations may have: the license's, or starter without a valid one. */
+  get maxTier(): Tier {
+    return this.valid ? this.license!.claims.tier : 'starter';
+  }
+
+  /** Users the installation may have; null: no limit (no license, starter only). */
+  get seats(): number | null {
+    return this.valid ? this.license!.claims.seats : null;
+  }
+
+  get maxRateLimitPerMinute(): number | null {
+    return this.valid ? this.license!.claims.maxRateLimitPerMinute : null;
+  }
+
+  /** The tier an organization gets: what operators assigned, never above what the license allows. */
+  effectiveTier(assigned: Tier): Tier {
+    return lowerTier(assigned, this.maxTier);
+  }
+
+  warnings(): string[] {
+    if (this.status === 'expired') {
+      return [
+        `The license expired on ${new Date(this.license!.claims.exp * 1000).toISOString()}; every organization is limited to starter`,
+      ];
+    }
+    if (this.status === 'none') return ['No license is installed; every organization is limited to starter'];
+    return [];
+  }
+}

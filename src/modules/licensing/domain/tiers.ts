@@ -1,0 +1,25 @@
+import { Tier, TIERS } from '../../organizations/domain/organization';
+
+/** Requests per minute each tier allows; enterprise organizations may set their own. */
+export const TIER_RATE_LIMITS: Record<Tier, number> = { starter: 100, team: 500, enterprise: 2000 };
+export const RATE_LIMIT_WINDOW_SECONDS = 60;
+
+/** Features each tier includes. */
+export const TIER_FEATURES: Record<Tier, readonly string[]> = {
+  starter: [],
+  team: ['webhooks'],
+  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom'],
+};
+
+export function tierRank(tier: Tier): number {
+  return TIERS.indexOf(tier);
+}
+
+export function lowerTier(a: Tier, b: Tier): Tier {
+  return tierRank(a) <= tierRank(b) ? a : b;
+}
+
+/** The lowest tier that includes the feature, for the message of FEATURE_NOT_AVAILABLE. */
+export function tierIncluding(feature: string): Tier | undefined {
+  return TIERS.find((tier) => TIER_FEATURES[tier].includes(feature));
+}

@@ -1,0 +1,103 @@
+import { Injectable } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { LicensingService } from '../../licensing/application/licensing.service';
+import { LicenseStatus } from '../../licensing/domain/license';
+import { RATE_LIMIT_WINDOW_SECONDS, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
+import { Organization, Tier } from '../domain/organization';
+import { OrganizationRepository } from '../domain/organization.repository';
+import { ORGANIZATION_CHANGED } from './organizations.service';
+
+/** How long a process trusts an organization's limit; changes anywhere reach it by signal sooner. */
+const CACHE_MS = 5_000;
+
+export interface RateLimit {
+  tier: Tier;
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface Subscription {
+  organizationId: string;
+  /** The tier in force: the assigned one, within the license. */
+  tier: Tier;
+  assignedTier: Tier;
+  rateLimit: RateLimit;
+  features: readonly string[];
+  seats: { used: number; allowed: number | null };
+  license: { status: LicenseStatus; customer: string | null; tier: Tier | null; expiresAt: string | null };
+  warnings: string[];
+}
+
+/** What an organization's tier and the installation's license give it: limits, features, seats. */
+@Injectable()
+export class SubscriptionService {
+  private readonly limits = new Map<string, { at: number; limit: Promise<RateLimit> }>();
+
+  constructor(
+    private readonly organizations: OrganizationRepository,
+    private readonly licensing: LicensingService,
+    signals: Signals,
+  ) {
+    signals.on(ORGANIZATION_CHANGED, (id) => this.limits.delete(id));
+    signals.on('license.changed', () => this.limits.clear());
+  }
+
+  /** The organization's rate limit, cached for a few seconds (tier changes apply within the window). */
+  rateLimit(organizationId: string): Promise<RateLimit> {
+    const cached = this.limits.get(organizationId);
+    if (cached && Date.now() - cached.at < CACHE_MS) return cached.limit;
+    const limit = this.resolve(organizationId);
+    limit.catch(() => this.limits.delete(organizationId));
+    this.limits.set(organizationId, { at: Date.now(), limit });
+    return limit;
+  }
+
+  async of(organizationId: string): Promise<Subscription> {
+    const [organization, license, rateLimit, used] = await Promise.all([
+      this.require(organizationId),
+      this.licensing.state(),
+      this.resolve(organizationId),
+      this.licensing.seatsUsed(),
+    ]);
+    const claims = license.license?.claims;
+    return {
+      organizationId,
+      tier: rateLimit.tier,
+      assignedTier: organization.tier,
+      rateLimit,
+      features: TIER_FEATURES[rateLimit.tier],
+      seats: { used, allowed: license.seats },
+      license: {
+        status: license.status,
+        customer: claims?.sub ?? null,
+        tier: claims?.tier ?? null,
+        expiresAt: claims ? new Date(claims.exp * 1000).toISOString() : null,
+      },
+      warnings: license.warnings(),
+    };
+  }
+
+  /** FEATURE_NOT_AVAILABLE, naming the tier that includes it, unless the organization's tier does. */
+  async assertFeature(organizationId: string, feature: string): Promise<void> {
+    const { tier } = await this.rateLimit(organizationId);
+    if (TIER_FEATURES[tier].includes(feature)) return;
+    throw new DomainError(
+      'FEATURE_NOT_AVAILABLE',
+      `'${feature}' needs the ${tierIncluding(feature) ?? 'a higher'} tier; this organization is on ${tier}`,
+    );
+  }
+
+  private async resolve(organizationId: string): Promise<RateLimit> {
+    const [organization, license] = await Promise.all([this.require(organizationId), this.licensing.state()]);
+    const tier = license.effectiveTier(organization.tier);
+    const limit = tier === 'enterprise' ? (organization.rateLimitPerMinute ?? TIER_RATE_LIMITS.enterprise) : TIER_RATE_LIMITS[tier];
+    return { tier, limit, windowSeconds: RATE_LIMIT_WINDOW_SECONDS };
+  }
+
+  private async require(id: string): Promise<Organization> {
+    const organization = await this.organizations.findById(id);
+    if (!organization) throw new DomainError('ORGANIZATION_NOT_FOUND', `Organization '${id}' was not found`);
+    return organization;
+  }
+}

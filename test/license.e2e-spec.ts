@@ -1,0 +1,187 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { SignJWT } from 'jose';
+import { DataSource } from 'typeorm';
+import { generateLicenseKeyPair, issueLicense, LicenseGrant } from '../src/modules/licensing/application/license-issuer';
+import { bearer, createTestApp, PASSWORD, TestApp, TestOrg, TestUser } from './support/test-app';
+
+const VENDOR_KEY = process.env.TEST_LICENSE_PRIVATE_KEY!;
+const grant = (extra: Partial<LicenseGrant> = {}): LicenseGrant => ({
+  customer: 'Acme',
+  tier: 'team',
+  seats: 1_000_000,
+  days: 30,
+  ...extra,
+});
+
+/** Unlicensed at boot (the suite's own license is not applied); each spec installs what it needs. */
+describe('license', () => {
+  let t: TestApp;
+  let home: TestOrg;
+  let operator: TestUser;
+
+  beforeAll(async () => {
+    t = await createTestApp({ env: { LICENSE_KEY: undefined } });
+    await t.app.get(DataSource).query('DELETE FROM installation_license');
+    home = await t.newOrg();
+    operator = await t.addUser(home.id, 'member', { isOperator: true });
+  });
+  afterAll(async () => {
+    // Leave the suite's license in place for the files that follow.
+    await t.http().put('/api/license').set(bearer(operator)).send({ key: process.env.LICENSE_KEY });
+    await t.close();
+  });
+
+  const install = (key: string) => t.http().put('/api/license').set(bearer(operator)).send({ key });
+  const createOrg = (tier: string) =>
+    t
+      .http()
+      .post('/api/organizations')
+      .set(bearer(operator))
+      .send({
+        slug: `lic-${Math.random().toString(36).slice(2, 10)}`,
+        name: 'x',
+        tier,
+        admin: { email: `a-${Math.random()}@lic.test`, password: PASSWORD },
+      });
+
+  it('without a license: everything is starter, higher tiers need one', async () => {
+    await t.http().delete('/api/license').set(bearer(operator));
+    const license = await t.http().get('/api/license').set(bearer(operator));
+    expect(license.body).toEqual({ status: 'none', warnings: [expect.stringContaining('No license')] });
+    const refused = await createOrg('team');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'LICENSE_REQUIRED', status: 403 });
+    const subscription = await t.http().get('/api/subscription').set(bearer(home.viewer));
+    expect(subscription.body).toMatchObject({ tier: 'starter', rateLimit: { limit: 100, windowSeconds: 60 }, license: { status: 'none' } });
+  });
+
+  it('installs a valid license; tiers up to it may be assigned', async () => {
+    const res = await install(await issueLicense(grant({ tier: 'team', seats: 500, maxRateLimitPerMinute: 900 }), VENDOR_KEY));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'valid',
+      customer: 'Acme',
+      tier: 'team',
+      seats: 500,
+      maxRateLimitPerMinute: 900,
+      warnings: [],
+    });
+    expect((await createOrg('team')).status).toBe(201);
+    const above = await createOrg('enterprise');
+    expect(above.status).toBe(403);
+    expect(above.body.error.code).toBe('LICENSE_REQUIRED');
+    const patched = await t.http().patch(`/api/organizations/${home.id}`).set(bearer(operator)).send({ tier: 'enterprise' });
+    expect(patched.status).toBe(403);
+    expect((await t.http().patch(`/api/organizations/${home.id}`).set(bearer(operator)).send({ tier: 'team' })).body.tier).toBe('team');
+    const subscription = await t.http().get('/api/subscription').set(bearer(home.admin));
+    expect(subscription.body).toMatchObject({
+      tier: 'team',
+      assignedTier: 'team',
+      rateLimit: { tier: 'team', limit: 500 },
+      features: ['webhooks'],
+      seats: { used: expect.any(Number), allowed: 500 },
+      license: { status: 'valid', customer: 'Acme', tier: 'team' },
+    });
+  });
+
+  it('refuses a tampered key, a key of another vendor, another alg and missing claims with LICENSE_INVALID', async () => {
+    const good = await issueLicense(grant(), VENDOR_KEY);
+    const [header, payload, signature] = good.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const tampered = [header, Buffer.from(JSON.stringify({ ...claims, seats: 9_999_999 })).toString('base64url'), signature].join('.');
+    const otherVendor = await issueLicense(grant(), generateLicenseKeyPair().privateKeyPem);
+    const hs256 = await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode('x'.repeat(32)));
+    const missing = await new SignJWT({ tier: 'team' })
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .setSubject('Acme')
+      .setIssuedAt()
+      .setExpirationTime('1d')
+      .sign((await import('node:crypto')).createPrivateKey(VENDOR_KEY));
+    for (const [key, message] of [
+      [tampered, 'does not match'],
+      [otherVendor, 'does not match'],
+      [hs256, 'EdDSA'],
+      [missing, 'seats'],
+      ['this-is-not.a-license.key-at-all', 'not a compact JWS'],
+    ]) {
+      const res = await install(key);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'LICENSE_INVALID', status: 400, message: expect.stringContaining(message) });
+    }
+    expect((await t.http().get('/api/license').set(bearer(operator))).body.seats).not.toBe(9_999_999);
+  });
+
+  it('keeps an expired license, shown with a warning, granting starter only', async () => {
+    const lastYear = new Date(Date.now() - 400 * 86400_000);
+    const res = await install(await issueLicense(grant({ tier: 'enterprise', days: 30 }), VENDOR_KEY, lastYear));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'expired', tier: 'enterprise', warnings: [expect.stringContaining('expired')] });
+    const subscription = await t.http().get('/api/subscription').set(bearer(home.viewer));
+    expect(subscription.body).toMatchObject({
+      tier: 'starter',
+      assignedTier: 'team',
+      license: { status: 'expired' },
+      warnings: [expect.stringContaining('expired')],
+    });
+    expect((await createOrg('team')).body.error.code).toBe('LICENSE_REQUIRED');
+  });
+
+  it('lets only operators change the license; admins of an organization only read it', async () => {
+    const key = await issueLicense(grant(), VENDOR_KEY);
+    const admin = await t.http().put('/api/license').set(bearer(home.admin)).send({ key });
+    expect(admin.status).toBe(403);
+    expect((await t.http().delete('/api/license').set(bearer(home.admin))).status).toBe(403);
+    expect((await t.http().get('/api/license').set(bearer(home.admin))).status).toBe(200);
+    expect((await t.http().get('/api/license').set(bearer(home.member))).status).toBe(403);
+    expect((await t.http().get('/api/license').set(bearer(operator))).status).toBe(200);
+  });
+
+  it('refuses a user beyond the seats', async () => {
+    const [{ count }] = await t.app.get(DataSource).query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
+    expect((await install(await issueLicense(grant({ seats: Number(count) + 1 }), VENDOR_KEY))).status).toBe(200);
+    const one = await t
+      .http()
+      .post('/api/users')
+      .set(bearer(home.admin))
+      .send({ email: `seat-${Date.now()}@lic.test`, password: PASSWORD, role: 'viewer' });
+    expect(one.status).toBe(201);
+    const over = await t
+      .http()
+      .post('/api/users')
+      .set(bearer(home.admin))
+      .send({ email: `over-${Date.now()}@lic.test`, password: PASSWORD, role: 'viewer' });
+    expect(over.status).toBe(403);
+    expect(over.body.error).toMatchObject({ code: 'SEAT_LIMIT_REACHED', status: 403 });
+  });
+
+  it('signs a license with the vendor tool that the service accepts', async () => {
+    const keyFile = join(tmpdir(), `vendor-${process.pid}.pem`);
+    writeFileSync(keyFile, VENDOR_KEY, { mode: 0o600 });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '-r',
+        'ts-node/register',
+        'src/license-issue.ts',
+        '--tier',
+        'team',
+        '--seats',
+        '1000000',
+        '--days',
+        '365',
+        '--key',
+        keyFile,
+        '--customer',
+        'Tool Co',
+      ],
+      { env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1' } },
+    );
+    const res = await install(stdout.trim());
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'valid', customer: 'Tool Co', tier: 'team', seats: 1000000 });
+  }, 60_000);
+});

@@ -45,6 +45,8 @@ export function freePort(): Promise<number> {
 export interface JsonResponse {
   status: number;
   body: unknown;
+  /** Response headers, names in lower case. */
+  headers: http.IncomingHttpHeaders;
 }
 
 /** One connection pool for every request of the run, so sockets are reused. */
@@ -54,14 +56,14 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 export class JsonClient {
   constructor(
     readonly port: number,
-    private readonly token?: string,
+    readonly token?: string,
   ) {}
 
   withToken(token: string): JsonClient {
     return new JsonClient(this.port, token);
   }
 
-  request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonResponse> {
+  request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown): Promise<JsonResponse> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: http.OutgoingHttpHeaders = { accept: 'application/json' };
     if (payload !== undefined) {
@@ -74,7 +76,9 @@ export class JsonClient {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')), headers: res.headers }),
+        );
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
       req.on('error', reject);
@@ -385,9 +389,18 @@ export function machineLine(title: string): string {
   );
 }
 
-/** The rows as aligned text lines under `countHeader` for the count column. */
-export function formatRows(rows: Row[], countHeader: string): string[] {
-  const header = ['scenario', countHeader, 'errors', 'p50 ms', 'p99 ms', 'mean ms', 'throughput/s', 'wall s'];
+/** The rows as aligned text lines under `countHeader` for the count column (and other names for the first and throughput columns). */
+export function formatRows(rows: Row[], countHeader: string, names: { scenario?: string; throughput?: string } = {}): string[] {
+  const header = [
+    names.scenario ?? 'scenario',
+    countHeader,
+    'errors',
+    'p50 ms',
+    'p99 ms',
+    'mean ms',
+    names.throughput ?? 'throughput/s',
+    'wall s',
+  ];
   const cells = rows.map((r) => [
     r.scenario,
     String(r.count),

@@ -1,0 +1,378 @@
+/**
+ * Rate-limit overhead benchmark: the built service (dist/src/main.js), one APP_ROLE=all process at
+ * a time on one scratch PostgreSQL database, answering authenticated `GET /api/plugins` (the
+ * admin's bearer token) to a fixed number of closed-loop clients, in three configurations:
+ *
+ *   off     RATE_LIMIT_ENABLED=false                       (no tier limit, no RateLimit headers)
+ *   memory  tier limits, counters in the process's memory  (no REDIS_URL)
+ *   redis   tier limits, counters in Redis                 (REDIS_URL)
+ *
+ * Each configuration runs twice, in the interleaved order off, memory, redis, redis, memory, off,
+ * each run on a freshly started process (warm-up, then the measured requests). The report lists
+ * every run, then per configuration the better of its two runs (higher req/s) and the overhead of
+ * memory and Redis against off.
+ *
+ * So that no request is throttled, a throwaway Ed25519 vendor key signs an enterprise license
+ * (LICENSE_PUBLIC_KEYS / LICENSE_KEY: the single organization `default` is raised to enterprise),
+ * and each run sets the organization's budget to 1,000,000 requests per minute
+ * (PATCH /api/subscription) before measuring. Every response must be 200 and carry
+ * `RateLimit-Policy: "enterprise";q=1000000;w=60` when limits are on, and no such header when they
+ * are off; on Redis, the service's fail-open counter (rate_limit_storage_errors_total on /metrics)
+ * must stay 0, else requests went through uncounted and the Redis figures would be meaningless.
+ *
+ * Run with `npm run bench:throttling`. Settings (environment):
+ *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
+ *                                    one database is created on it and dropped at the end
+ *   BENCH_REDIS_URL                  Redis for the redis configuration (default redis://127.0.0.1:6379);
+ *                                    the organization's counters are deleted from it at the end
+ *   BENCH_THROTTLE_CLIENTS           concurrent clients (20)
+ *   BENCH_THROTTLE_REQUESTS          measured requests per run (20000)
+ *   BENCH_THROTTLE_WARMUP            warm-up requests per run, not measured (2000)
+ *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
+ *   DB_POOL_SIZE                     passed through to the service processes
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/application/license-issuer';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../src/modules/licensing/domain/tiers';
+import {
+  brief,
+  closeConnections,
+  field,
+  fixed,
+  formatRows,
+  intFromEnv,
+  JsonClient,
+  JsonResponse,
+  loadRow,
+  log,
+  loginAndInstallTransform,
+  machineLine,
+  randomCredentials,
+  reportErrors,
+  Row,
+  runLoad,
+  ScratchDatabases,
+  serviceEnv,
+  Services,
+  unexpected,
+  verdict,
+} from './support';
+
+const ROOT = resolve(__dirname, '..');
+const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
+
+const settings = {
+  serverUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
+  redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+  clients: intFromEnv('BENCH_THROTTLE_CLIENTS', 20),
+  requests: intFromEnv('BENCH_THROTTLE_REQUESTS', 20000),
+  warmupRequests: intFromEnv('BENCH_THROTTLE_WARMUP', 2000),
+  readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
+};
+
+/** Redis may cost at most this share of the req/s without limits. */
+const TARGET_REDIS_OVERHEAD_PERCENT = 15;
+/** Requests per minute for the organization: far above what a run sends. */
+const BUDGET = 1_000_000;
+const EXPECTED_POLICY = `"enterprise";q=${BUDGET};w=${RATE_LIMIT_WINDOW_SECONDS}`;
+const PATH = '/api/plugins';
+
+type Configuration = 'off' | 'memory' | 'redis';
+
+interface ConfigurationSpec {
+  label: string;
+  /** On top of the common environment; '' counts as unset for the service. */
+  env: Record<string, string>;
+  /** Whether the tier guard runs, i.e. RateLimit headers are expected. */
+  limited: boolean;
+}
+
+const CONFIGURATIONS: Record<Configuration, ConfigurationSpec> = {
+  off: { label: 'throttling off', env: { RATE_LIMIT_ENABLED: 'false', REDIS_URL: '' }, limited: false },
+  memory: { label: 'memory storage', env: { RATE_LIMIT_ENABLED: 'true', REDIS_URL: '' }, limited: true },
+  redis: { label: 'Redis storage', env: { RATE_LIMIT_ENABLED: 'true', REDIS_URL: settings.redisUrl }, limited: true },
+};
+
+/** Interleaved so that drift over the run (heat, caches, the database growing) hits every configuration alike. */
+const ORDER: Configuration[] = ['off', 'memory', 'redis', 'redis', 'memory', 'off'];
+
+/** Shared by every process of the run: the token of the first run stays valid in the others. */
+const credentials = randomCredentials();
+
+const services = new Services(ENTRY, ROOT);
+/** Aborted on SIGINT: the load stops so the services can shut down promptly. */
+const interrupted = new AbortController();
+const databases = new ScratchDatabases(settings.serverUrl, `platform_bench_${Date.now()}`);
+
+/** The admin's bearer token, from the first run. */
+let adminToken: string | undefined;
+/** The `default` organization, for the Redis clean-up. */
+let organizationId: string | undefined;
+
+interface RunResult {
+  configuration: Configuration;
+  run: number;
+  row: Row;
+  warmupErrors: number;
+  /** Hits counted in the organization's current window after the run (limits on only). */
+  counted: number | null;
+  /** rate_limit_storage_errors_total after the run (Redis only). */
+  storageFailures: number | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// API calls
+
+/** null when the response is 200 and its RateLimit-Policy is the expected one (absent when limits are off). */
+function check(res: JsonResponse, limited: boolean): string | null {
+  if (res.status !== 200) return `HTTP ${res.status} ${brief(res.body)}`;
+  const policy = res.headers['ratelimit-policy'];
+  if (limited ? policy !== EXPECTED_POLICY : policy !== undefined) {
+    return `RateLimit-Policy ${policy === undefined ? 'missing' : `'${String(policy)}'`}, expected ${limited ? `'${EXPECTED_POLICY}'` : 'none'}`;
+  }
+  return null;
+}
+
+/** The admin's client on this process: logs in (and installs a plugin, so the list is not empty) on the first run only. */
+async function adminClient(service: JsonClient): Promise<JsonClient> {
+  if (adminToken) return service.withToken(adminToken);
+  const client = await loginAndInstallTransform(service, credentials);
+  adminToken = client.token;
+  return client;
+}
+
+/** PATCH /api/subscription to BUDGET requests per minute; answers the organization id. */
+async function raiseBudget(client: JsonClient): Promise<string> {
+  const res = await client.request('PATCH', '/api/subscription', { rateLimitPerMinute: BUDGET });
+  const rateLimit = field(res.body, 'rateLimit');
+  const organizationId = field(res.body, 'organizationId');
+  if (
+    res.status !== 200 ||
+    field(rateLimit, 'limit') !== BUDGET ||
+    field(res.body, 'tier') !== 'enterprise' ||
+    typeof organizationId !== 'string'
+  )
+    throw unexpected(`PATCH /api/subscription {"rateLimitPerMinute": ${BUDGET}}`, res.status, res.body);
+  return organizationId;
+}
+
+/** Polls GET PATH until it passes `check` (the limit is cached per process for a few seconds); at most 10 s. */
+async function awaitPolicy(client: JsonClient, limited: boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const problem = check(await client.request('GET', PATH), limited);
+    if (problem === null) return;
+    if (Date.now() > deadline) throw new Error(`sanity check of GET ${PATH} failed: ${problem}`);
+    await sleep(250);
+  }
+}
+
+/** Hits counted in the organization's window so far, from the `RateLimit` header (`r=` remaining of BUDGET). */
+async function countedHits(client: JsonClient): Promise<number> {
+  const res = await client.request('GET', PATH);
+  const header = String(res.headers['ratelimit'] ?? '');
+  const remaining = /;r=(\d+)/.exec(header)?.[1];
+  if (res.status !== 200 || remaining === undefined) throw unexpected(`GET ${PATH} (RateLimit '${header}')`, res.status, res.body);
+  return BUDGET - Number(remaining);
+}
+
+/** rate_limit_storage_errors_total from /metrics: requests that passed uncounted because Redis failed. */
+async function storageFailures(service: JsonClient): Promise<number> {
+  const res = await service.request('GET', '/metrics');
+  const match = /^rate_limit_storage_errors_total(?:\{[^}]*\})? (\S+)$/m.exec(typeof res.body === 'string' ? res.body : '');
+  if (res.status !== 200 || !match) throw unexpected('GET /metrics (rate_limit_storage_errors_total)', res.status, res.body);
+  return Number(match[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A run
+
+async function measure(
+  databaseUrl: string,
+  license: Record<string, string>,
+  configuration: Configuration,
+  run: number,
+): Promise<RunResult> {
+  const spec = CONFIGURATIONS[configuration];
+  const name = `${spec.label} (run ${run})`;
+  log(`${name}: starting one APP_ROLE=all process`);
+  const service = await services.start(
+    `service (${configuration})`,
+    { ...serviceEnv(credentials, databaseUrl, 'all'), ...license, ...spec.env },
+    settings.readyTimeoutMs,
+  );
+  try {
+    const client = await adminClient(service);
+    organizationId = await raiseBudget(client);
+    await awaitPolicy(client, spec.limited);
+
+    const call = async () => check(await client.request('GET', PATH), spec.limited);
+    log(`${name}: warming up with ${settings.warmupRequests} requests`);
+    const warmup = await runLoad(settings.clients, settings.warmupRequests, call, interrupted.signal);
+    reportErrors(`${name} warm-up`, warmup);
+    log(`${name}: ${settings.requests} requests, ${settings.clients} clients`);
+    const result = await runLoad(settings.clients, settings.requests, call, interrupted.signal);
+
+    const counted = spec.limited ? await countedHits(client) : null;
+    const failures = configuration === 'redis' ? await storageFailures(service) : null;
+    services.assertAlive();
+    return { configuration, run, row: loadRow(name, result), warmupErrors: warmup.errors, counted, storageFailures: failures };
+  } finally {
+    await services.stopAll();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+/** Per configuration, the run with the higher req/s. */
+function best(results: RunResult[]): Record<Configuration, RunResult> {
+  const pick = (c: Configuration) =>
+    results.filter((r) => r.configuration === c).reduce((a, b) => (b.row.throughput > a.row.throughput ? b : a));
+  return { off: pick('off'), memory: pick('memory'), redis: pick('redis') };
+}
+
+/** Positive: fewer req/s than off. */
+function throughputOverhead(x: Row, off: Row): number {
+  return ((off.throughput - x.throughput) / off.throughput) * 100;
+}
+
+/** Positive: a higher p99 than off. */
+function p99Overhead(x: Row, off: Row): number {
+  return ((x.p99 - off.p99) / off.p99) * 100;
+}
+
+function signed(value: number): string {
+  return `${value >= 0 ? '+' : '−'}${fixed(Math.abs(value), 1)} %`;
+}
+
+function printReport(results: RunResult[]): void {
+  const chosen = best(results);
+  const off = chosen.off.row;
+  const names = { scenario: 'configuration', throughput: 'req/s' };
+  const redisOverhead = throughputOverhead(chosen.redis.row, off);
+  const out: string[] = [
+    '',
+    machineLine('Rate-limit overhead benchmark'),
+    '',
+    `GET ${PATH} as the admin (bearer token), ${settings.clients} clients, ${settings.requests} measured requests per run ` +
+      `after ${settings.warmupRequests} warm-up requests;`,
+    `one freshly started APP_ROLE=all process per run, one database; run order: ${ORDER.join(', ')}.`,
+    '',
+    'Every run:',
+    ...formatRows(
+      results.map((r) => r.row),
+      'requests',
+      names,
+    ),
+    '',
+    'Per configuration, the better of its two runs (the one with the higher req/s; p50/p99 from that same run):',
+    ...formatRows(
+      (['off', 'memory', 'redis'] as const).map((c) => ({ ...chosen[c].row, scenario: CONFIGURATIONS[c].label })),
+      'requests',
+      names,
+    ),
+    '',
+    'Overhead vs throttling off (better runs; positive = worse):',
+    ...(['memory', 'redis'] as const).map(
+      (c) =>
+        `  ${CONFIGURATIONS[c].label.padEnd(15)} req/s ${signed(throughputOverhead(chosen[c].row, off)).padStart(8)}   ` +
+        `p99 ${signed(p99Overhead(chosen[c].row, off)).padStart(8)}`,
+    ),
+    '',
+    'Sanity checks:',
+    `  every counted response was 200 with RateLimit-Policy ${EXPECTED_POLICY} (memory, Redis) or without it (off)` +
+      ` → ${verdict(results.every((r) => r.row.errors === 0 && r.warmupErrors === 0))}`,
+    ...results
+      .filter((r) => r.counted !== null)
+      .map(
+        (r) =>
+          `  ${r.row.scenario}: ${r.counted} hits counted in the organization's current window` +
+          (r.storageFailures === null ? '' : `, ${r.storageFailures} Redis failures (passed uncounted)`),
+      ),
+    '',
+    'Target:',
+    `  Redis overhead vs off < ${TARGET_REDIS_OVERHEAD_PERCENT} % (req/s) → ${signed(redisOverhead)} ` +
+      `${verdict(redisOverhead < TARGET_REDIS_OVERHEAD_PERCENT)}`,
+    '',
+  ];
+  process.stdout.write(out.join('\n'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+let cleaning: Promise<void> | undefined;
+
+/** Stops every process, drops the database and the organization's Redis counters; safe to call twice. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await services.close();
+    await databases.dropAll();
+    closeConnections();
+    if (organizationId) await deleteRedisCounters(organizationId);
+  })();
+  return cleaning;
+}
+
+/** The organization's counters expire on their own within the window; deleted so the run leaves nothing behind. */
+async function deleteRedisCounters(organization: string): Promise<void> {
+  const redis = new Redis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+  try {
+    await redis.connect();
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await redis.scan(cursor, 'MATCH', `*org:${organization}*`, 'COUNT', 1000);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+    if (keys.length) await redis.del(...keys);
+  } catch (error) {
+    log(`could not delete the Redis counters of organization ${organization}: ${(error as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
+  process.once('SIGINT', () => {
+    log('interrupted: stopping the services and dropping the database');
+    interrupted.abort();
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    const vendor = generateLicenseKeyPair();
+    const key = await issueLicense(
+      { customer: 'bench', tier: 'enterprise', seats: 1000, days: 1, maxRateLimitPerMinute: BUDGET },
+      vendor.privateKeyPem,
+    );
+    const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
+    const databaseUrl = await databases.create('throttling');
+
+    const results: RunResult[] = [];
+    const runs: Partial<Record<Configuration, number>> = {};
+    for (const configuration of ORDER) {
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+      const run = (runs[configuration] = (runs[configuration] ?? 0) + 1);
+      results.push(await measure(databaseUrl, license, configuration, run));
+    }
+    printReport(results);
+
+    const errors = results.reduce((sum, r) => sum + r.row.errors + r.warmupErrors, 0);
+    if (errors) throw new Error(`${errors} request(s) failed (non-200 or wrong RateLimit-Policy); see above`);
+    const failures = results.reduce((sum, r) => sum + (r.storageFailures ?? 0), 0);
+    if (failures) throw new Error(`${failures} request(s) passed uncounted because Redis failed: the Redis figures do not count`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

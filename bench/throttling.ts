@@ -15,7 +15,9 @@
  * So that no request is throttled, a throwaway Ed25519 vendor key signs an enterprise license
  * (LICENSE_PUBLIC_KEYS / LICENSE_KEY: the single organization `default` is raised to enterprise),
  * and each run sets the organization's budget to 1,000,000 requests per minute
- * (PATCH /api/subscription) before measuring. Every response must be 200 and carry
+ * (PATCH /api/subscription) before measuring. A first process without LICENSE_KEY creates the
+ * organization and its admin: on an empty database the service installs LICENSE_KEY before it
+ * creates `default`, so nothing is raised, and later boots skip the key as already installed. Every response must be 200 and carry
  * `RateLimit-Policy: "enterprise";q=1000000;w=60` when limits are on, and no such header when they
  * are off; on Redis, the service's fail-open counter (rate_limit_storage_errors_total on /metrics)
  * must stay 0, else requests went through uncounted and the Redis figures would be meaningless.
@@ -107,8 +109,6 @@ const services = new Services(ENTRY, ROOT);
 const interrupted = new AbortController();
 const databases = new ScratchDatabases(settings.serverUrl, `platform_bench_${Date.now()}`);
 
-/** The admin's bearer token, from the first run. */
-let adminToken: string | undefined;
 /** The `default` organization, for the Redis clean-up. */
 let organizationId: string | undefined;
 
@@ -119,6 +119,8 @@ interface RunResult {
   warmupErrors: number;
   /** Hits counted in the organization's current window after the run (limits on only). */
   counted: number | null;
+  /** Authenticated requests this process answered: PATCH, probes, warm-up, measured. */
+  sent: number;
   /** rate_limit_storage_errors_total after the run (Redis only). */
   storageFailures: number | null;
 }
@@ -136,12 +138,24 @@ function check(res: JsonResponse, limited: boolean): string | null {
   return null;
 }
 
-/** The admin's client on this process: logs in (and installs a plugin, so the list is not empty) on the first run only. */
-async function adminClient(service: JsonClient): Promise<JsonClient> {
-  if (adminToken) return service.withToken(adminToken);
-  const client = await loginAndInstallTransform(service, credentials);
-  adminToken = client.token;
-  return client;
+/**
+ * A first boot without LICENSE_KEY: migrations, organization `default` and its admin; logs in
+ * and installs a plugin (so the list is not empty). Answers the admin's bearer token.
+ */
+async function prepare(databaseUrl: string): Promise<string> {
+  log('prepare: first boot without LICENSE_KEY (organization default, admin, transform plugin)');
+  const service = await services.start(
+    'service (prepare)',
+    { ...serviceEnv(credentials, databaseUrl, 'all'), ...CONFIGURATIONS.off.env, LICENSE_KEY: '' },
+    settings.readyTimeoutMs,
+  );
+  try {
+    const client = await loginAndInstallTransform(service, credentials);
+    services.assertAlive();
+    return client.token!;
+  } finally {
+    await services.stopAll();
+  }
 }
 
 /** PATCH /api/subscription to BUDGET requests per minute; answers the organization id. */
@@ -159,12 +173,15 @@ async function raiseBudget(client: JsonClient): Promise<string> {
   return organizationId;
 }
 
-/** Polls GET PATH until it passes `check` (the limit is cached per process for a few seconds); at most 10 s. */
-async function awaitPolicy(client: JsonClient, limited: boolean): Promise<void> {
+/**
+ * Polls GET PATH until it passes `check` (the limit is cached per process for a few seconds); at
+ * most 10 s. Answers the number of requests.
+ */
+async function awaitPolicy(client: JsonClient, limited: boolean): Promise<number> {
   const deadline = Date.now() + 10_000;
-  for (;;) {
+  for (let attempts = 1; ; attempts++) {
     const problem = check(await client.request('GET', PATH), limited);
-    if (problem === null) return;
+    if (problem === null) return attempts;
     if (Date.now() > deadline) throw new Error(`sanity check of GET ${PATH} failed: ${problem}`);
     await sleep(250);
   }
@@ -190,12 +207,16 @@ async function storageFailures(service: JsonClient): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // A run
 
-async function measure(
-  databaseUrl: string,
-  license: Record<string, string>,
-  configuration: Configuration,
-  run: number,
-): Promise<RunResult> {
+interface Setup {
+  databaseUrl: string;
+  /** LICENSE_PUBLIC_KEYS and LICENSE_KEY. */
+  license: Record<string, string>;
+  /** The admin's bearer token, valid in every process of the run. */
+  token: string;
+}
+
+/** One run of one configuration on a fresh process. */
+async function measure({ databaseUrl, license, token }: Setup, configuration: Configuration, run: number): Promise<RunResult> {
   const spec = CONFIGURATIONS[configuration];
   const name = `${spec.label} (run ${run})`;
   log(`${name}: starting one APP_ROLE=all process`);
@@ -205,9 +226,9 @@ async function measure(
     settings.readyTimeoutMs,
   );
   try {
-    const client = await adminClient(service);
+    const client = service.withToken(token);
     organizationId = await raiseBudget(client);
-    await awaitPolicy(client, spec.limited);
+    const probes = await awaitPolicy(client, spec.limited);
 
     const call = async () => check(await client.request('GET', PATH), spec.limited);
     log(`${name}: warming up with ${settings.warmupRequests} requests`);
@@ -219,7 +240,9 @@ async function measure(
     const counted = spec.limited ? await countedHits(client) : null;
     const failures = configuration === 'redis' ? await storageFailures(service) : null;
     services.assertAlive();
-    return { configuration, run, row: loadRow(name, result), warmupErrors: warmup.errors, counted, storageFailures: failures };
+    const sent =
+      1 + probes + warmup.latencies.length + warmup.errors + result.latencies.length + result.errors + (counted === null ? 0 : 1);
+    return { configuration, run, row: loadRow(name, result), warmupErrors: warmup.errors, counted, sent, storageFailures: failures };
   } finally {
     await services.stopAll();
   }
@@ -283,14 +306,15 @@ function printReport(results: RunResult[]): void {
         `p99 ${signed(p99Overhead(chosen[c].row, off)).padStart(8)}`,
     ),
     '',
-    'Sanity checks:',
+    'Sanity checks (a window is 60 s from its first hit; in Redis it spans processes):',
     `  every counted response was 200 with RateLimit-Policy ${EXPECTED_POLICY} (memory, Redis) or without it (off)` +
       ` → ${verdict(results.every((r) => r.row.errors === 0 && r.warmupErrors === 0))}`,
     ...results
       .filter((r) => r.counted !== null)
       .map(
         (r) =>
-          `  ${r.row.scenario}: ${r.counted} hits counted in the organization's current window` +
+          `  ${r.row.scenario}: ${r.counted} hits counted in the organization's current window ` +
+          `(this process answered ${r.sent})` +
           (r.storageFailures === null ? '' : `, ${r.storageFailures} Redis failures (passed uncounted)`),
       ),
     '',
@@ -353,13 +377,14 @@ async function main(): Promise<void> {
     );
     const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
     const databaseUrl = await databases.create('throttling');
+    const setup: Setup = { databaseUrl, license, token: await prepare(databaseUrl) };
 
     const results: RunResult[] = [];
     const runs: Partial<Record<Configuration, number>> = {};
     for (const configuration of ORDER) {
       if (interrupted.signal.aborted) throw new Error('interrupted');
       const run = (runs[configuration] = (runs[configuration] ?? 0) + 1);
-      results.push(await measure(databaseUrl, license, configuration, run));
+      results.push(await measure(setup, configuration, run));
     }
     printReport(results);
 

@@ -3,14 +3,12 @@ import { ThrottlerStorage } from '@nestjs/throttler';
 import type { ThrottlerStorageRecord } from '@nestjs/throttler/dist/throttler-storage-record.interface';
 import { Counter } from 'prom-client';
 
-/** Longest a counter may take before the request goes through uncounted. */
-const STORAGE_TIMEOUT_MS = 250;
 /** At most one log line per this many ms while the store is failing. */
 const LOG_EVERY_MS = 10_000;
 
 /**
  * Counters in a shared store (Redis) that must never take the service down with them: when
- * the store fails or is slow, the request is let through uncounted, the failure is counted
+ * the store fails or is slow (the client's command timeout), the request is let through uncounted, the failure is counted
  * on /metrics (`rate_limit_storage_errors_total`) and logged (at most every 10 s).
  */
 export class FailOpenStorage implements ThrottlerStorage {
@@ -23,14 +21,8 @@ export class FailOpenStorage implements ThrottlerStorage {
   ) {}
 
   async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      return await Promise.race([
-        this.store.increment(key, ttl, limit, blockDuration, throttlerName),
-        new Promise<never>(
-          (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${STORAGE_TIMEOUT_MS} ms`)), STORAGE_TIMEOUT_MS)),
-        ),
-      ]);
+      return await this.store.increment(key, ttl, limit, blockDuration, throttlerName);
     } catch (error) {
       this.failures.inc();
       if (Date.now() - this.lastLog > LOG_EVERY_MS) {
@@ -38,8 +30,6 @@ export class FailOpenStorage implements ThrottlerStorage {
         this.logger.warn(`Rate-limit store unavailable, requests pass uncounted: ${(error as Error).message}`);
       }
       return { totalHits: 0, timeToExpire: Math.ceil(ttl / 1000), isBlocked: false, timeToBlockExpire: 0 };
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

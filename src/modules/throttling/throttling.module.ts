@@ -1,12 +1,12 @@
 import { Global, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
 import { Metrics } from '../operations/metrics';
 import { OperationsModule } from '../operations/operations.module';
 import { FailOpenStorage } from './fail-open.storage';
+import { RedisCounters } from './redis-counters';
 
 /** The Redis connection behind the counters, when REDIS_URL is set; closed at shutdown. */
 @Injectable()
@@ -25,6 +25,8 @@ class RedisConnection implements OnApplicationShutdown {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout: 2000,
+      // A counter that takes longer lets the request through uncounted.
+      commandTimeout: 250,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     });
     this.client.on('error', (error: Error) => {
@@ -60,7 +62,7 @@ class RedisConnection implements OnApplicationShutdown {
           help: 'Rate-limit counter updates that failed (Redis unreachable or slow); those requests passed uncounted',
           registers: [metrics.registry],
         });
-        return new FailOpenStorage(new ThrottlerStorageRedisService(redis.client), failures);
+        return new FailOpenStorage(new RedisCounters(redis.client), failures);
       },
     },
   ],

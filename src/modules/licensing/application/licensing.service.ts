@@ -1,6 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -18,11 +18,10 @@ type InstalledListener = (claims: LicenseClaims) => Promise<void>;
 
 /**
  * The installation's license: stored in one row, verified on every install and load, and
- * cached per process (a change anywhere is signalled to every process). LICENSE_KEY, when
- * set, is installed at boot.
+ * cached per process (a change anywhere is signalled to every process).
  */
 @Injectable()
-export class LicensingService implements OnApplicationBootstrap {
+export class LicensingService {
   private readonly logger = new Logger('Licensing');
   private cached: { at: number; license: Promise<InstalledLicense | null> } | null = null;
   private readonly installedListeners: InstalledListener[] = [];
@@ -36,7 +35,8 @@ export class LicensingService implements OnApplicationBootstrap {
     this.signals.on(LICENSE_CHANGED, () => (this.cached = null));
   }
 
-  async onApplicationBootstrap(): Promise<void> {
+  /** Installs LICENSE_KEY unless it is the one installed; run by the first-start bootstrap. */
+  async applyConfiguredKey(): Promise<void> {
     const key = this.config.licenseKey;
     if (!key) return;
     const current = await this.load();

@@ -3,10 +3,12 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../../config/app-config';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { LicensingService } from '../../licensing/application/licensing.service';
 import { OrganizationsService } from './organizations.service';
 
 /**
- * On an empty database: organization `default` and its admin (an instance operator). When no
+ * On an empty database: organization `default` (at the licensed tier, starter without a
+ * license; LICENSE_KEY is installed before this runs) and its admin (an instance operator). When no
  * ADMIN_PASSWORD is given one is generated and printed once. Two instances starting together
  * are safe: the second one's insert hits the unique slug and it leaves the first one's work.
  */
@@ -18,10 +20,13 @@ export class FirstStartBootstrap implements OnApplicationBootstrap {
     private readonly organizations: OrganizationsService,
     private readonly config: AppConfig,
     private readonly cls: ClsService,
+    private readonly licensing: LicensingService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await this.cls.run(async () => {
+      // First the configured license: it raises a single organization, or sets the first one's tier.
+      await this.licensing.applyConfiguredKey();
       if (await this.organizations.hasAny()) return;
       const { adminEmail, adminPassword } = this.config.bootstrap;
       const password = adminPassword ?? randomBytes(18).toString('base64url');
@@ -29,7 +34,7 @@ export class FirstStartBootstrap implements OnApplicationBootstrap {
         await this.organizations.create({
           slug: 'default',
           name: 'Default',
-          tier: 'starter',
+          tier: (await this.licensing.state()).maxTier,
           admin: { email: adminEmail, password, isOperator: true },
         });
       } catch (error) {

@@ -52,6 +52,10 @@ describe('route access declarations', () => {
       'OperationsController.live',
       'OperationsController.ready',
       'OperationsController.scrape',
+      'SamlController.acs',
+      'SamlController.exchange',
+      'SamlController.login',
+      'SamlController.metadata',
     ]);
   });
 });

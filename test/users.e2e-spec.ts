@@ -26,6 +26,8 @@ describe('users', () => {
       id: expect.any(String),
       organizationId: org.id,
       email: body.email,
+      firstName: null,
+      lastName: null,
       role: 'member',
       disabled: false,
       isOperator: false,

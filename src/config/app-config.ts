@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Role } from '../shared/auth/principal';
 import { Environment, parseEnvironment } from './environment';
 
 export type AppRole = 'api' | 'worker' | 'all';
@@ -31,6 +32,10 @@ export class AppConfig {
   readonly licenseKey?: string;
   /** Tier rate limits on /api (off only for benchmarks). */
   readonly rateLimitEnabled: boolean;
+  /** Where clients and identity providers reach the service (SAML entity ids and ACS URLs). */
+  readonly publicUrl: string;
+  /** SAML for the default organization from the environment (compose deployments). */
+  readonly samlFromEnv?: { idpEntityId: string; idpSsoUrl: string; idpCertificate: string; defaultRole: Role; enforced: boolean };
 
   constructor(env: Environment) {
     this.production = env.NODE_ENV === 'production';
@@ -66,6 +71,19 @@ export class AppConfig {
     this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
     this.licenseKey = env.LICENSE_KEY;
     this.rateLimitEnabled = env.RATE_LIMIT_ENABLED;
+    this.publicUrl = env.PUBLIC_URL ?? `http://localhost:${env.PORT}`;
+    if (env.SAML_IDP_ENTITY_ID && env.SAML_IDP_SSO_URL && env.SAML_IDP_CERTIFICATE) {
+      this.samlFromEnv = {
+        idpEntityId: env.SAML_IDP_ENTITY_ID,
+        idpSsoUrl: env.SAML_IDP_SSO_URL,
+        // PEM, or the PEM in base64 (one line, for .env files).
+        idpCertificate: env.SAML_IDP_CERTIFICATE.includes('BEGIN CERTIFICATE')
+          ? env.SAML_IDP_CERTIFICATE.replace(/\\n/g, '\n')
+          : Buffer.from(env.SAML_IDP_CERTIFICATE, 'base64').toString('utf8'),
+        defaultRole: env.SAML_DEFAULT_ROLE as Role,
+        enforced: env.SAML_ENFORCED,
+      };
+    }
   }
 
   /** Serves the API routes (a worker serves only health and metrics). */

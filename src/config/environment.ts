@@ -109,6 +109,28 @@ export class Environment {
 
   @Transform(({ value }) => !(value === false || value === 'false' || value === '0'))
   RATE_LIMIT_ENABLED = true;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^/]+(\/.*[^/])?$/, { message: 'PUBLIC_URL must be an http(s) URL without a trailing slash' })
+  PUBLIC_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  SAML_IDP_ENTITY_ID?: string;
+
+  @IsOptional()
+  @IsString()
+  SAML_IDP_SSO_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  SAML_IDP_CERTIFICATE?: string;
+
+  @IsIn(['admin', 'member', 'viewer'])
+  SAML_DEFAULT_ROLE = 'viewer';
+
+  @Transform(({ value }) => value === true || value === 'true' || value === '1')
+  SAML_ENFORCED = false;
 }
 
 const NUMERIC = new Set([
@@ -151,6 +173,10 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
     if (!parsed.DATABASE_URL) problems.push('DATABASE_URL is required when NODE_ENV=production');
     if (!parsed.JWT_SECRET) problems.push('JWT_SECRET (at least 32 bytes) is required when NODE_ENV=production');
     if (!parsed.SECRETS_KEY) problems.push('SECRETS_KEY (32 bytes, hex or base64) is required when NODE_ENV=production');
+  }
+  const samlVars = [parsed.SAML_IDP_ENTITY_ID, parsed.SAML_IDP_SSO_URL, parsed.SAML_IDP_CERTIFICATE];
+  if (samlVars.some(Boolean) && !samlVars.every(Boolean)) {
+    problems.push('SAML_IDP_ENTITY_ID, SAML_IDP_SSO_URL and SAML_IDP_CERTIFICATE go together: set all three or none');
   }
   if (parsed.JWT_SECRET && Buffer.byteLength(parsed.JWT_SECRET) < 32) {
     problems.push('JWT_SECRET must be at least 32 bytes');

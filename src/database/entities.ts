@@ -1,6 +1,7 @@
 import { AgentRow } from '../modules/agents/infrastructure/agent.orm-entity';
 import { ExecutionRow } from '../modules/agents/infrastructure/execution.orm-entity';
 import { LicenseRow } from '../modules/licensing/infrastructure/license.orm-entity';
+import { SamlLoginCodeRow, SamlRequestRow, SamlSettingsRow } from '../modules/auth/saml/saml.orm-entities';
 import { RefreshTokenRow } from '../modules/auth/infrastructure/refresh-token.orm-entity';
 import { InstallationRow } from '../modules/plugins/infrastructure/installation.orm-entity';
 import { OrganizationRow } from '../modules/organizations/infrastructure/organization.orm-entity';
@@ -22,4 +23,7 @@ export const ENTITIES = [
   RunRow,
   RunStepRow,
   LicenseRow,
+  SamlSettingsRow,
+  SamlRequestRow,
+  SamlLoginCodeRow,
 ];

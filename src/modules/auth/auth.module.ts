@@ -6,6 +6,11 @@ import { AppConfig } from '../../config/app-config';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { UsersModule } from '../users/users.module';
 import { TierThrottlerGuard } from '../throttling/tier-throttler.guard';
+import { SamlAcsGuard } from './saml/saml-acs.guard';
+import { SamlStore } from './saml/saml-store';
+import { SamlController } from './saml/saml.controller';
+import { SamlService } from './saml/saml.service';
+import { SamlStrategy } from './saml/saml.strategy';
 import { AuthController } from './api/auth.controller';
 import { JwtAuthGuard } from './api/jwt-auth.guard';
 import { RolesGuard } from './api/roles.guard';
@@ -33,11 +38,15 @@ import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-
       },
     }),
   ],
-  controllers: [AuthController],
+  controllers: [AuthController, SamlController],
   providers: [
     AuthService,
     AccessTokens,
     LoginLimiter,
+    SamlStore,
+    SamlService,
+    SamlStrategy,
+    SamlAcsGuard,
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: RolesGuard },

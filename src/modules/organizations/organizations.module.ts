@@ -17,6 +17,6 @@ import { TypeOrmOrganizationRepository } from './infrastructure/typeorm-organiza
     FirstStartBootstrap,
     { provide: OrganizationRepository, useClass: TypeOrmOrganizationRepository },
   ],
-  exports: [OrganizationsService, SubscriptionService],
+  exports: [OrganizationsService, SubscriptionService, OrganizationRepository],
 })
 export class OrganizationsModule {}

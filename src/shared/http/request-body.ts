@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { json } from 'express';
+import { json, urlencoded } from 'express';
 import { DomainError } from '../errors/domain-error';
 
 /** Deeper bodies are refused before validation walks them recursively. */
@@ -29,20 +29,27 @@ function isJson(req: Request): boolean {
   return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
 }
 
+const SAML_ACS = /^\/api\/auth\/saml\/[^/]+\/acs$/;
+
 /**
- * JSON only: a body of another type is 415, over `limitBytes` 413, malformed 400 (the
+ * JSON only (but the SAML ACS route's form post): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
  * parser's errors are mapped by the exception filter), nested deeper than MAX_JSON_DEPTH 400.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = json({ limit: limitBytes, type: () => true, strict: false });
+  const form = urlencoded({ limit: limitBytes, extended: false, parameterLimit: 10 });
   return [
+    // The one form post: an identity provider's SAML response (HTTP-POST binding).
+    (req, res, next) =>
+      req.method === 'POST' && SAML_ACS.test(req.path) && req.is('application/x-www-form-urlencoded') ? form(req, res, next) : next(),
     (req, _res, next) => {
+      if (req.body !== undefined) return next();
       if (hasBody(req) && !isJson(req)) {
         return next(new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be JSON (Content-Type: application/json)'));
       }
       next();
     },
-    (req, res, next) => (hasBody(req) ? parse(req, res, next) : next()),
+    (req, res, next) => (hasBody(req) && req.body === undefined ? parse(req, res, next) : next()),
     (req, _res, next) => {
       if (req.body !== undefined && depthExceeds(req.body, MAX_JSON_DEPTH)) {
         return next(

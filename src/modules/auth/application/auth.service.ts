@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { SamlStore } from '../saml/saml-store';
 import { AppConfig } from '../../../config/app-config';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -33,6 +34,7 @@ export class AuthService {
     private readonly organizations: OrganizationsService,
     private readonly limiter: LoginLimiter,
     private readonly config: AppConfig,
+    private readonly saml: SamlStore,
   ) {}
 
   /** Unknown email and wrong password answer alike, after the same argon2 work. */
@@ -41,6 +43,11 @@ export class AuthService {
     const user = await this.users.findByEmail(email);
     const valid = user?.passwordHash ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyDummy(password);
     if (!user || !valid || !user.canSignIn) throw new DomainError('INVALID_CREDENTIALS', BAD_LOGIN);
+    // Enforced SSO: only admins keep a password login, as a break-glass.
+    const sso = user.role === 'admin' ? null : await this.saml.settings(user.organizationId);
+    if (sso?.enabled && sso.enforced) {
+      throw new DomainError('FORBIDDEN', 'This organization signs in through SSO (GET /api/auth/saml/<organization>/login)');
+    }
     return this.issue(user);
   }
 

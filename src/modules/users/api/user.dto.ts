@@ -43,6 +43,8 @@ export class UserResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ format: 'uuid' }) organizationId!: string;
   @ApiProperty() email!: string;
+  @ApiProperty({ type: String, nullable: true, description: 'From the identity provider (SSO users)' }) firstName!: string | null;
+  @ApiProperty({ type: String, nullable: true }) lastName!: string | null;
   @ApiProperty({ enum: ROLES }) role!: Role;
   @ApiProperty() disabled!: boolean;
   @ApiProperty({ description: 'Instance operator: may create and list organizations' }) isOperator!: boolean;
@@ -54,6 +56,8 @@ export class UserResponse {
       id: user.id,
       organizationId: user.organizationId,
       email: user.email,
+      firstName: user.firstName,
+      lastName: user.lastName,
       role: user.role,
       disabled: user.disabled,
       isOperator: user.isOperator,

@@ -10,9 +10,12 @@ import { UserRepository } from '../domain/user.repository';
 
 export interface NewUser {
   email: string;
+  /** None for users who sign in only through SSO. */
   password?: string;
   role: Role;
   isOperator?: boolean;
+  firstName?: string | null;
+  lastName?: string | null;
 }
 
 /** User management inside the caller's organization (admin use cases). */
@@ -38,7 +41,15 @@ export class UsersService {
   async create(organizationId: string, input: NewUser): Promise<User> {
     await this.licensing.assertSeatAvailable();
     const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
-    const user = User.create({ organizationId, email: input.email, passwordHash, role: input.role, isOperator: input.isOperator });
+    const user = User.create({
+      organizationId,
+      email: input.email,
+      passwordHash,
+      role: input.role,
+      isOperator: input.isOperator,
+      firstName: input.firstName,
+      lastName: input.lastName,
+    });
     await this.users.insert(user);
     return user;
   }

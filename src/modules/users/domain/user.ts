@@ -6,6 +6,9 @@ export interface UserProps {
   organizationId: string;
   email: string;
   passwordHash: string | null;
+  /** From the identity provider, for users who sign in through SSO. */
+  firstName: string | null;
+  lastName: string | null;
   role: Role;
   disabled: boolean;
   isOperator: boolean;
@@ -17,13 +20,23 @@ export interface UserProps {
 export class User {
   private constructor(private props: UserProps) {}
 
-  static create(input: { organizationId: string; email: string; passwordHash: string | null; role: Role; isOperator?: boolean }): User {
+  static create(input: {
+    organizationId: string;
+    email: string;
+    passwordHash: string | null;
+    role: Role;
+    isOperator?: boolean;
+    firstName?: string | null;
+    lastName?: string | null;
+  }): User {
     const now = new Date();
     return new User({
       id: randomUUID(),
       organizationId: input.organizationId,
       email: User.normalizeEmail(input.email),
       passwordHash: input.passwordHash,
+      firstName: input.firstName ?? null,
+      lastName: input.lastName ?? null,
       role: input.role,
       disabled: false,
       isOperator: input.isOperator ?? false,
@@ -72,7 +85,14 @@ export class User {
     return !this.props.disabled;
   }
 
-  change(patch: { role?: Role; disabled?: boolean; passwordHash?: string }): void {
+  get firstName() {
+    return this.props.firstName;
+  }
+  get lastName() {
+    return this.props.lastName;
+  }
+
+  change(patch: { role?: Role; disabled?: boolean; passwordHash?: string; firstName?: string | null; lastName?: string | null }): void {
     this.props = { ...this.props, ...definedOnly(patch), updatedAt: new Date() };
   }
 

@@ -10,6 +10,8 @@ export class UserRow {
   @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
   @Column('varchar', { length: 320 }) email!: string;
   @Column('varchar', { name: 'password_hash', length: 200, nullable: true }) passwordHash!: string | null;
+  @Column('varchar', { name: 'first_name', length: 200, nullable: true }) firstName!: string | null;
+  @Column('varchar', { name: 'last_name', length: 200, nullable: true }) lastName!: string | null;
   @Column('varchar', { length: 16 }) role!: 'admin' | 'member' | 'viewer';
   @Column('boolean', { default: false }) disabled!: boolean;
   @Column('boolean', { name: 'is_operator', default: false }) isOperator!: boolean;

@@ -173,9 +173,12 @@ describe('SAML SSO', () => {
       expect(verifySignatures(samlResponseXml({ ...options, algorithm: 'sha1' }), idp.certificate)).toEqual([true]);
       expect(verifySignatures(samlResponseXml(unsigned(options)), idp.certificate)).toEqual([]);
       expect(verifySignatures(tamperNameId(xml, 'b@corp.test'), idp.certificate)).toEqual([false]);
-      const wrapped = wrapSignature(xml, 'evil@corp.test');
-      expect(verifySignatures(wrapped, idp.certificate)).toEqual([true]);
-      expect(wrapped.match(/<saml:Assertion /g)).toHaveLength(2);
+      for (const placement of ['before', 'after', 'extensions'] as const) {
+        const wrapped = wrapSignature(xml, 'evil@corp.test', placement);
+        expect(verifySignatures(wrapped, idp.certificate)).toEqual([true]);
+        expect(wrapped.match(/<saml:Assertion /g)).toHaveLength(2);
+        expect(wrapped.match(/evil@corp\.test/g)).toHaveLength(1);
+      }
     });
   });
 
@@ -325,6 +328,8 @@ describe('SAML SSO', () => {
       for (const [groups, role] of [
         [['admins'], 'admin'],
         [['admins', 'staff'], 'admin'],
+        // The order of the mappings decides, not the order of the user's groups.
+        [['staff', 'admins'], 'admin'],
         [['staff'], 'member'],
         [['others'], 'viewer'],
         [[], 'viewer'],
@@ -391,6 +396,31 @@ describe('SAML SSO', () => {
       expectSamlInvalid(await t.http().post('/api/auth/saml/exchange').send({ code: 'not-a-code' }));
     });
 
+    it('with wantResponseSigned, needs both the response and the assertion signed', async () => {
+      const org = await samlOrg({ wantResponseSigned: true });
+      const email = newEmail('both');
+      const assertionOnly = userResponse(org, await startLogin(org), email, ['staff']);
+      await expectRefused(org, samlResponseXml(assertionOnly), [email]);
+      const responseOnly = userResponse(org, await startLogin(org), email, ['staff'], { signAssertion: false, signResponse: true });
+      await expectRefused(org, samlResponseXml(responseOnly), [email]);
+      expect((await me(await signIn(org, email, ['staff'], { signResponse: true }))).body.user).toMatchObject({ email, role: 'member' });
+    });
+
+    it('never redirects outside the allowed redirects', async () => {
+      const org = await samlOrg();
+      const refused = await t.http().get(`/api/auth/saml/${org.slug}/login`).query({ redirect: 'https://evil.test/after' });
+      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
+      const lookalike = await t.http().get(`/api/auth/saml/${org.slug}/login`).query({ redirect: 'https://app.example.test.evil.test/' });
+      expect(lookalike.status).toBe(400);
+
+      // A RelayState changed on the way back is not followed.
+      const login = await startLogin(org);
+      const email = newEmail('relay');
+      const res = await acs(org, samlResponseXml(userResponse(org, login, email)), { json: false, relayState: 'https://evil.test/after' });
+      expect(res.status).not.toBe(302);
+      expect(res.headers.location).toBeUndefined();
+    });
+
     it('refuses a disabled user', async () => {
       const org = await samlOrg();
       const email = newEmail('disabled');
@@ -442,9 +472,14 @@ describe('SAML SSO', () => {
       await expectRefused(org, samlResponseXml(await answer(email, { audience: 'https://other-sp.test/entity' })), [email]);
     });
 
-    it('for another destination', async () => {
+    it('for another destination or recipient', async () => {
       const email = newEmail('destination');
-      await expectRefused(org, samlResponseXml(await answer(email, { destination: 'https://other-sp.test/acs' })), [email]);
+      const elsewhere = 'https://other-sp.test/acs';
+      await expectRefused(org, samlResponseXml(await answer(email, { destination: elsewhere })), [email]);
+      // Only the Response's Destination is wrong; the assertion's Recipient is ours.
+      await expectRefused(org, samlResponseXml(await answer(email, { destination: elsewhere, recipient: org.sp.acsUrl })), [email]);
+      // Only the assertion's Recipient is wrong.
+      await expectRefused(org, samlResponseXml(await answer(email, { recipient: elsewhere })), [email]);
     });
 
     it('from another issuer', async () => {
@@ -463,6 +498,17 @@ describe('SAML SSO', () => {
         }),
       );
       await expectRefused(org, xml, [email]);
+      // Only the Conditions expired; the subject confirmation is still valid.
+      const conditions = samlResponseXml(
+        await answer(email, {
+          notBefore: new Date(now - 31 * MINUTE),
+          notOnOrAfter: new Date(now - 10 * MINUTE),
+          subjectNotOnOrAfter: new Date(now + 5 * MINUTE),
+        }),
+      );
+      await expectRefused(org, conditions, [email]);
+      // Only the subject confirmation expired.
+      await expectRefused(org, samlResponseXml(await answer(email, { subjectNotOnOrAfter: new Date(now - 10 * MINUTE) })), [email]);
     });
 
     it('not yet valid (NotBefore in the future)', async () => {
@@ -492,11 +538,21 @@ describe('SAML SSO', () => {
       await expectRefused(org, samlResponseXml(await answer(email, { algorithm: 'sha1' })), [email]);
     });
 
-    it('with a wrapped signature (an unsigned assertion beside the signed one)', async () => {
-      const email = newEmail('wrapped');
-      const evil = newEmail('evil');
-      const xml = wrapSignature(samlResponseXml(await answer(email)), evil);
-      await expectRefused(org, xml, [evil, email]);
+    it.each(['before', 'after', 'extensions'] as const)(
+      'with a wrapped signature (an unsigned assertion %s the signed one)',
+      async (placement) => {
+        const email = newEmail('wrapped');
+        const evil = newEmail('evil');
+        const xml = wrapSignature(samlResponseXml(await answer(email)), evil, placement);
+        await expectRefused(org, xml, [evil, email]);
+      },
+    );
+
+    it('naming a user of another organization', async () => {
+      const elsewhere = await t.newOrg('enterprise');
+      const before = await userByEmail(elsewhere.member.email);
+      await expectRefused(org, samlResponseXml(await answer(elsewhere.member.email)), []);
+      expect(await userByEmail(elsewhere.member.email)).toEqual(before);
     });
 
     it('that is not SAML at all, without a 500', async () => {

@@ -29,8 +29,10 @@ export interface SamlResponseOptions {
   idp: TestIdp;
   /** Who signs; the IdP itself unless a test wants "signed by another key". */
   signer?: Signer;
-  /** The SP's ACS URL (Response Destination and SubjectConfirmationData Recipient). */
+  /** The SP's ACS URL (Response Destination and, unless `recipient` is given, SubjectConfirmationData Recipient). */
   destination: string;
+  /** SubjectConfirmationData Recipient; defaults to destination. */
+  recipient?: string;
   /** The SP's entity id (AudienceRestriction). */
   audience: string;
   /** The ID of the AuthnRequest answered; omitted for an IdP-initiated response. */
@@ -46,6 +48,8 @@ export interface SamlResponseOptions {
   notBefore?: Date;
   /** Defaults to now + 5 min; for Conditions and SubjectConfirmationData. */
   notOnOrAfter?: Date;
+  /** SubjectConfirmationData NotOnOrAfter alone; defaults to notOnOrAfter. */
+  subjectNotOnOrAfter?: Date;
   /** Defaults to now. */
   issueInstant?: Date;
   /** Defaults to true. */
@@ -119,6 +123,7 @@ export function samlResponseXml(options: SamlResponseOptions): string {
   const issueInstant = (options.issueInstant ?? new Date(now)).toISOString();
   const notBefore = (options.notBefore ?? new Date(now - 60_000)).toISOString();
   const notOnOrAfter = (options.notOnOrAfter ?? new Date(now + 5 * 60_000)).toISOString();
+  const subjectNotOnOrAfter = options.subjectNotOnOrAfter?.toISOString() ?? notOnOrAfter;
   const issuer = escapeXml(options.issuer ?? options.idp.entityId);
   const responseId = newId();
   const assertionId = newId();
@@ -137,7 +142,7 @@ export function samlResponseXml(options: SamlResponseOptions): string {
     '<saml:Subject>',
     `<saml:NameID Format="${EMAIL_FORMAT}">${nameId}</saml:NameID>`,
     '<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer">',
-    `<saml:SubjectConfirmationData NotOnOrAfter="${notOnOrAfter}" Recipient="${escapeXml(options.destination)}"${inResponseTo}/>`,
+    `<saml:SubjectConfirmationData NotOnOrAfter="${subjectNotOnOrAfter}" Recipient="${escapeXml(options.recipient ?? options.destination)}"${inResponseTo}/>`,
     '</saml:SubjectConfirmation>',
     '</saml:Subject>',
     `<saml:Conditions NotBefore="${notBefore}" NotOnOrAfter="${notOnOrAfter}">`,
@@ -188,10 +193,12 @@ export function tamperNameId(xml: string, value: string): string {
 /**
  * XML signature wrapping: a second, unsigned copy of the assertion with another ID, whose
  * NameID (and every other occurrence of the original email in it, such as an `email`
- * attribute) is `evilNameId`, goes into the Response before the signed assertion, which stays
- * intact and still verifies.
+ * attribute) is `evilNameId`. The signed assertion stays intact and still verifies; the copy
+ * goes into the Response `before` it (the default) or `after` it, or, with `extensions`, takes
+ * its place while the signed one moves into `<samlp:Extensions>` (where a careless SP still
+ * finds a valid signature).
  */
-export function wrapSignature(xml: string, evilNameId: string): string {
+export function wrapSignature(xml: string, evilNameId: string, placement: 'before' | 'after' | 'extensions' = 'before'): string {
   const signed = ASSERTION_RE.exec(xml)?.[0];
   if (!signed) throw new Error('no assertion to wrap');
   const original = NAME_ID_RE.exec(signed)?.[2];
@@ -202,7 +209,18 @@ export function wrapSignature(xml: string, evilNameId: string): string {
     .replace(NAME_ID_RE, (_all, open: string, _old: string, close: string) => `${open}${escapeXml(evilNameId)}${close}`);
   if (original) evil = evil.split(original).join(escapeXml(evilNameId));
   const at = xml.indexOf(signed);
-  return xml.slice(0, at) + evil + xml.slice(at);
+  const [head, tail] = [xml.slice(0, at), xml.slice(at + signed.length)];
+  switch (placement) {
+    case 'before':
+      return head + evil + signed + tail;
+    case 'after':
+      return head + signed + evil + tail;
+    case 'extensions': {
+      // Extensions come right before Status in the Response (after Issuer and any Signature).
+      const status = head.indexOf('<samlp:Status>');
+      return `${head.slice(0, status)}<samlp:Extensions>${signed}</samlp:Extensions>${head.slice(status)}${evil}${tail}`;
+    }
+  }
 }
 
 /**

@@ -538,15 +538,16 @@ describe('SAML SSO', () => {
       await expectRefused(org, samlResponseXml(await answer(email, { algorithm: 'sha1' })), [email]);
     });
 
-    it.each(['before', 'after', 'extensions'] as const)(
-      'with a wrapped signature (an unsigned assertion %s the signed one)',
-      async (placement) => {
-        const email = newEmail('wrapped');
-        const evil = newEmail('evil');
-        const xml = wrapSignature(samlResponseXml(await answer(email)), evil, placement);
-        await expectRefused(org, xml, [evil, email]);
-      },
-    );
+    it.each([
+      { placement: 'before', where: 'before the signed one' },
+      { placement: 'after', where: 'after the signed one' },
+      { placement: 'extensions', where: 'in place of the signed one, moved into Extensions' },
+    ] as const)('with a wrapped signature: an unsigned assertion $where', async ({ placement }) => {
+      const email = newEmail('wrapped');
+      const evil = newEmail('evil');
+      const xml = wrapSignature(samlResponseXml(await answer(email)), evil, placement);
+      await expectRefused(org, xml, [evil, email]);
+    });
 
     it('naming a user of another organization', async () => {
       const elsewhere = await t.newOrg('enterprise');

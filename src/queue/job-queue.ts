@@ -194,6 +194,17 @@ function sharedConnection(dataSource: DataSource): Db {
   };
 }
 
+/**
+ * Straight through the runner's pg connection: a multi-statement query answers a result per
+ * statement, and pg-boss needs the rows of every one of them (TypeORM keeps only a single
+ * result's).
+ */
 async function rowsOf(runner: QueryRunner, text: string, values?: unknown[]): Promise<{ rows: unknown[] }> {
-  return { rows: (await runner.query(text, values, true)).records };
+  const client = (await runner.connect()) as { query(text: string, values?: unknown[]): Promise<PgResult | PgResult[]> };
+  const result = await client.query(text, values);
+  return { rows: Array.isArray(result) ? result.flatMap((r) => r.rows ?? []) : (result.rows ?? []) };
+}
+
+interface PgResult {
+  rows?: unknown[];
 }

@@ -15,6 +15,7 @@ import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Public, Roles } from '../../../shared/auth/access.decorators';
 import { ROLES, type Principal, type Role } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
 import { ApiErrors, ApiPublicErrors } from '../../../shared/http/api-errors.decorator';
 import { User } from '../../users/domain/user';
 import { TokenPairResponse } from '../api/auth.dto';
@@ -195,13 +196,19 @@ export class SamlController {
   })
   @ApiOkResponse({ type: TokenPairResponse })
   @ApiFoundResponse({ description: 'To the allowed redirect, with ?code=' })
-  @ApiPublicErrors('SAML_INVALID', 'NOT_FOUND', 'FEATURE_NOT_AVAILABLE')
+  @ApiPublicErrors('SAML_INVALID', 'VALIDATION_FAILED', 'NOT_FOUND', 'FEATURE_NOT_AVAILABLE')
   async acs(@Param('org') org: string, @Req() req: Request & { user: User }, @Res() res: Response): Promise<void> {
     const user = req.user;
     const relayState = (req.body as { RelayState?: unknown }).RelayState;
     const { settings } = await this.saml.options(slug(org));
     const wantsJson = req.accepts(['html', 'json']) === 'json';
-    if (!wantsJson && typeof relayState === 'string' && relayState && this.saml.isAllowedRedirect(settings, relayState)) {
+    if (!wantsJson && typeof relayState === 'string' && relayState) {
+      // A browser goes back only where the settings allow, with a code, never the tokens.
+      if (!this.saml.isAllowedRedirect(settings, relayState)) {
+        throw new DomainError('VALIDATION_FAILED', 'The RelayState is not one of the allowed redirects', [
+          { path: 'RelayState', message: 'RelayState must start with one of the allowedRedirects of the SAML settings' },
+        ]);
+      }
       const target = new URL(relayState);
       target.searchParams.set('code', await this.saml.issueCode(user));
       return res.redirect(302, target.toString());

@@ -174,8 +174,13 @@ export class SamlService implements OnApplicationBootstrap {
     };
 
     const existing = await this.users.findByEmail(email);
-    if (existing && existing.organizationId !== organization.id) throw samlInvalid('This account belongs to another organization');
-    if (existing && !existing.canSignIn) throw samlInvalid('This account is disabled');
+    // One answer for both, so an IdP of one organization cannot probe the accounts of another.
+    if (existing && (existing.organizationId !== organization.id || !existing.canSignIn)) {
+      const reason =
+        existing.organizationId !== organization.id ? 'the account belongs to another organization' : 'the account is disabled';
+      this.logger.warn({ msg: 'SAML sign-in refused', organization: slug, reason });
+      throw samlInvalid('This account cannot sign in here');
+    }
     if (existing) {
       existing.change({ role, ...names });
       await this.users.update(existing);

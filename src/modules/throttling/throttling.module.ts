@@ -27,6 +27,8 @@ class RedisConnection implements OnApplicationShutdown {
       connectTimeout: 2000,
       // A counter that takes longer lets the request through uncounted.
       commandTimeout: 250,
+      // Counters of concurrent requests go out in one write.
+      enableAutoPipelining: true,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     });
     this.client.on('error', (error: Error) => {

@@ -15,7 +15,7 @@ import { User } from '../../users/domain/user';
 import { UserRepository } from '../../users/domain/user.repository';
 import { addressingProblem } from './saml-checks';
 import { settingsFromMetadata } from './saml-metadata';
-import { assertValidSettings, DEFAULT_ATTRIBUTES, roleFor, SamlSettings } from './saml-settings';
+import { assertValidSettings, DEFAULT_ATTRIBUTES, isAllowedRedirect, roleFor, SamlSettings } from './saml-settings';
 import { REQUEST_TTL_MS, RequestIdCache, SamlStore } from './saml-store';
 
 export const SAML_FEATURE = 'sso.saml';
@@ -139,7 +139,7 @@ export class SamlService implements OnApplicationBootstrap {
   /** The IdP URL with a fresh AuthnRequest (HTTP-Redirect binding); its id is remembered. */
   async loginUrl(slug: string, redirect?: string): Promise<string> {
     const { options, settings } = await this.options(slug);
-    if (redirect !== undefined && !isAllowed(settings, redirect)) {
+    if (redirect !== undefined && !isAllowedRedirect(settings, redirect)) {
       throw new DomainError('VALIDATION_FAILED', 'redirect is not one of the allowed redirects', [
         { path: 'redirect', message: 'redirect must start with one of the allowedRedirects of the SAML settings' },
       ]);
@@ -205,7 +205,7 @@ export class SamlService implements OnApplicationBootstrap {
   }
 
   isAllowedRedirect(settings: SamlSettings, target: string): boolean {
-    return isAllowed(settings, target);
+    return isAllowedRedirect(settings, target);
   }
 
   /** The organization's enabled settings; 404 otherwise, 403 below the enterprise tier. */
@@ -246,19 +246,6 @@ export class SamlService implements OnApplicationBootstrap {
     assertValidSettings(settings, (host) => allows(allowList, { hostname: host, address: host }));
     return settings;
   }
-}
-
-function isAllowed(settings: SamlSettings, target: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    return false;
-  }
-  return settings.allowedRedirects.some((allowed) => {
-    const base = new URL(allowed);
-    return base.origin === url.origin && url.pathname.startsWith(base.pathname);
-  });
 }
 
 function first(value: unknown): unknown {

@@ -22,7 +22,6 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import {
   brief,
@@ -45,6 +44,7 @@ import {
   Services,
   unexpected,
   verdict,
+  waitForDrain,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -149,7 +149,10 @@ async function asyncPhase(workers: number): Promise<Row[]> {
         services.start(`worker ${i + 1}`, serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
       ),
     );
-    await waitForDrain(db, agentId);
+    await waitForDrain(db, { table: 'agent_executions', column: 'agent_id', id: agentId }, settings.asyncTimeoutMs, () => {
+      services.assertAlive();
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+    });
     const wallSeconds = (performance.now() - spawnedAt) / 1000;
     const drain = await drainFigures(db, agentId);
     services.assertAlive();
@@ -167,27 +170,6 @@ async function asyncPhase(workers: number): Promise<Row[]> {
   } finally {
     await db.end();
     await services.stopAll();
-  }
-}
-
-/** Polls every 200 ms until every execution of the agent reached a final status. */
-async function waitForDrain(db: Client, agentId: string): Promise<void> {
-  const deadline = Date.now() + settings.asyncTimeoutMs;
-  for (;;) {
-    const { rows } = await db.query<{ total: number; succeeded: number; final: number }>(
-      `SELECT count(*)::int AS total,
-              count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
-              count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'timed_out'))::int AS final
-         FROM agent_executions WHERE agent_id = $1`,
-      [agentId],
-    );
-    const { total, succeeded, final } = rows[0];
-    if (final === total) return;
-    services.assertAlive();
-    if (interrupted.signal.aborted) throw new Error('interrupted');
-    if (Date.now() > deadline)
-      throw new Error(`after ${settings.asyncTimeoutMs / 1000} s only ${succeeded} of ${total} executions succeeded`);
-    await sleep(200);
   }
 }
 

@@ -428,3 +428,31 @@ export function fixed(value: number, digits: number): string {
 export function verdict(ok: boolean): string {
   return ok ? 'met' : 'MISSED';
 }
+
+/**
+ * Polls every 200 ms until every row of `table` whose `column` is `id` (the executions of an
+ * agent, the runs of a workflow) has a final status; throws past `timeoutMs`, or when
+ * `check` does (a service died, the run was interrupted).
+ */
+export async function waitForDrain(
+  db: Client,
+  what: { table: 'agent_executions' | 'workflow_runs'; column: 'agent_id' | 'workflow_id'; id: string },
+  timeoutMs: number,
+  check: () => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ total: number; succeeded: number; final: number }>(
+      `SELECT count(*)::int AS total,
+              count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+              count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'timed_out'))::int AS final
+         FROM ${what.table} WHERE ${what.column} = $1`,
+      [what.id],
+    );
+    const { total, succeeded, final } = rows[0];
+    if (final === total) return;
+    check();
+    if (Date.now() > deadline) throw new Error(`after ${timeoutMs / 1000} s only ${succeeded} of ${total} succeeded`);
+    await sleep(200);
+  }
+}

@@ -33,7 +33,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import {
   brief,
@@ -57,6 +56,7 @@ import {
   Services,
   unexpected,
   verdict,
+  waitForDrain,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -191,7 +191,10 @@ async function asyncPhase(workers: number): Promise<Row[]> {
         services.start(`worker ${i + 1}`, serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
       ),
     );
-    await waitForDrain(db, workflowId);
+    await waitForDrain(db, { table: 'workflow_runs', column: 'workflow_id', id: workflowId }, settings.asyncTimeoutMs, () => {
+      services.assertAlive();
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+    });
     const wallSeconds = (performance.now() - spawnedAt) / 1000;
     const drain = await drainFigures(db, workflowId);
     services.assertAlive();
@@ -211,26 +214,6 @@ async function asyncPhase(workers: number): Promise<Row[]> {
   } finally {
     await db.end();
     await services.stopAll();
-  }
-}
-
-/** Polls every 200 ms until every run of the workflow reached a final status. */
-async function waitForDrain(db: Client, workflowId: string): Promise<void> {
-  const deadline = Date.now() + settings.asyncTimeoutMs;
-  for (;;) {
-    const { rows } = await db.query<{ total: number; succeeded: number; final: number }>(
-      `SELECT count(*)::int AS total,
-              count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
-              count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'timed_out'))::int AS final
-         FROM workflow_runs WHERE workflow_id = $1`,
-      [workflowId],
-    );
-    const { total, succeeded, final } = rows[0];
-    if (final === total) return;
-    services.assertAlive();
-    if (interrupted.signal.aborted) throw new Error('interrupted');
-    if (Date.now() > deadline) throw new Error(`after ${settings.asyncTimeoutMs / 1000} s only ${succeeded} of ${total} runs succeeded`);
-    await sleep(200);
   }
 }
 

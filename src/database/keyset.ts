@@ -17,3 +17,26 @@ export function keysetPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, p
     .addOrderBy(`${alias}.id`, 'DESC')
     .limit(page.limit + 1);
 }
+
+/** Status and time filters of a history (executions, runs). */
+export interface HistoryFilters {
+  status?: string;
+  since?: Date;
+}
+
+/**
+ * The same newest-first keyset page for plain SQL: `WHERE ... ORDER BY ... LIMIT ...` after
+ * `SELECT ... FROM <table>`, with the equality conditions of `scope` (organization first),
+ * the history filters and the cursor, and its parameters.
+ */
+export function keysetSql(scope: Record<string, unknown>, filters: HistoryFilters, page: PageRequest): { tail: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const where = Object.entries(scope).map(([column, value]) => `${column} = $${params.push(value)}`);
+  if (filters.status) where.push(`status = $${params.push(filters.status)}`);
+  if (filters.since) where.push(`created_at >= $${params.push(filters.since)}`);
+  if (page.cursor) {
+    const { createdAt, id } = decodeCursor(page.cursor);
+    where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
+  }
+  return { tail: `WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`, params };
+}

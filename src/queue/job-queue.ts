@@ -2,9 +2,11 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Db, Job, JobResult, PgBoss } from 'pg-boss';
+import { Gauge } from 'prom-client';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database.module';
+import { Metrics } from '../modules/operations/metrics';
 
 export const QUEUE_SCHEMA = 'pgboss';
 
@@ -60,6 +62,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     private readonly connection: DatabaseConnection,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     dataSource: DataSource,
+    metrics: Metrics,
   ) {
     const worker = config.runsWorker;
     // On a single session (PGlite) the queue shares the service's one connection; on a
@@ -83,6 +86,20 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     // pg-boss reports connection trouble as events; an unheard 'error' would end the process.
     this.boss.on('error', (error) => this.logger.warn(`Queue error: ${error.message}`));
     this.boss.on('warning', (warning) => this.logger.debug(`Queue warning: ${warning.message}`));
+    const queues = this.definitions;
+    const depth = (name: string) => this.depth(name);
+    new Gauge({
+      name: 'job_queue_depth',
+      help: 'Jobs in the durable queue by state (created = waiting, retry = waiting to retry, active = held by a worker)',
+      labelNames: ['queue', 'state'],
+      registers: [metrics.registry],
+      async collect() {
+        for (const name of queues.keys()) {
+          const counts = await depth(name).catch(() => ({}) as Record<string, number>);
+          for (const state of ['created', 'retry', 'active']) this.set({ queue: name, state }, counts[state] ?? 0);
+        }
+      },
+    });
   }
 
   /** Started and not stopped: jobs can be sent (and, on a worker, are taken). */

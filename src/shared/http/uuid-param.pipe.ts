@@ -1,7 +1,7 @@
 import { Injectable, PipeTransform, ArgumentMetadata } from '@nestjs/common';
 import { DomainError } from '../errors/domain-error';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Path ids are UUIDs; anything else is a validation failure naming the parameter. */
 @Injectable()

@@ -1,17 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram } from 'prom-client';
-import { JobQueue } from '../../../queue/job-queue';
+import { Counter, Histogram } from 'prom-client';
 import { Metrics } from '../../operations/metrics';
 import { Execution, ExecutionStatus } from '../domain/execution';
-import { AGENT_QUEUE } from './execution-job';
 
-/** Executions by kind and status, their latency, and the queue's depth, on /metrics. */
+/** Executions by kind and status, and their latency, on /metrics (the queue's depth is the queue's). */
 @Injectable()
 export class AgentMetrics {
   private readonly transitions: Counter<'kind' | 'status'>;
   private readonly latency: Histogram<'kind' | 'status'>;
 
-  constructor(metrics: Metrics, queue: JobQueue) {
+  constructor(metrics: Metrics) {
     const registers = [metrics.registry];
     this.transitions = new Counter({
       name: 'agent_executions_total',
@@ -25,16 +23,6 @@ export class AgentMetrics {
       labelNames: ['kind', 'status'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers,
-    });
-    new Gauge({
-      name: 'job_queue_depth',
-      help: 'Jobs in the durable queue by state (created = waiting, retry = waiting to retry, active = held by a worker)',
-      labelNames: ['queue', 'state'],
-      registers,
-      async collect() {
-        const depth = await queue.depth(AGENT_QUEUE).catch(() => ({}) as Record<string, number>);
-        for (const state of ['created', 'retry', 'active']) this.set({ queue: AGENT_QUEUE, state }, depth[state] ?? 0);
-      },
     });
   }
 

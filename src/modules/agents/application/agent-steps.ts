@@ -16,6 +16,8 @@ export interface AgentStepAttempt {
   stepId: string;
   input: unknown;
   timeoutMs: number;
+  /** The installation's config of the agent's plugin (the run looks it up once). */
+  pluginConfig: Record<string, unknown> | null;
   cancel: AbortSignal;
   lease?: AbortSignal;
 }
@@ -73,7 +75,7 @@ export class AgentSteps {
     return this.runner.run({
       kind: 'agentKinds',
       qualified: agent.kind,
-      pluginConfig: await this.runner.pluginConfig(agent.organizationId, agent.pluginSlug),
+      pluginConfig: step.pluginConfig,
       config: agent.config,
       input: step.input,
       timeoutMs: step.timeoutMs,

@@ -2,7 +2,8 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { assertSchema, schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
+import { UUID } from '../../../shared/http/uuid-param.pipe';
+import { schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { UsageChecks } from '../../../shared/usage/usage-checks';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -23,8 +24,6 @@ export interface AgentDefinition {
   timeoutMs?: number;
   maxAttempts?: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function agentNotFound(): DomainError {
   return new DomainError('AGENT_NOT_FOUND', 'No such agent');
@@ -105,22 +104,13 @@ export class AgentsService implements OnModuleInit {
     const [slug] = kind.split('.', 1);
     if (!this.registry.find(slug)) throw pluginNotFound(slug);
     await this.plugins.get(organizationId, slug);
-    const capability = this.registry.capability('agentKinds', kind);
-    if (!capability) {
+    if (!this.registry.capability('agentKinds', kind)) {
       throw new DomainError('VALIDATION_FAILED', `Plugin '${slug}' has no agent kind '${kind}'`, [
         { path: 'kind', message: `kind must be one of: ${this.kindsOf(slug).join(', ')}` },
       ]);
     }
-    const manifest = capability.plugin.manifest.agentKinds.find((k) => `${slug}.${k.name}` === kind)!;
-    assertSchema(manifest.configSchema, config, 'config', `The config of agent kind '${kind}'`);
-    const problems = capability.capability.checkConfig?.(config) ?? [];
-    if (problems.length) {
-      throw new DomainError(
-        'VALIDATION_FAILED',
-        `The config of agent kind '${kind}' is not valid`,
-        problems.map((p) => ({ path: `config.${p.path}`, message: p.message })),
-      );
-    }
+    const problems = this.registry.configProblems('agentKinds', kind, config, 'config');
+    if (problems.length) throw new DomainError('VALIDATION_FAILED', `The config of agent kind '${kind}' is not valid`, problems);
     if (inputSchema) {
       const problem = schemaCompiles(inputSchema);
       if (problem) {

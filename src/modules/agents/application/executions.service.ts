@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { awaitFinal } from '../../../queue/await-final';
 import { JobQueue } from '../../../queue/job-queue';
 import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
@@ -45,26 +46,15 @@ export class ExecutionsService {
   async execute(organizationId: string, request: ExecuteRequest): Promise<Execution> {
     const { execution, created, kind } = await this.enqueue(organizationId, request);
     if (created) this.metrics.reached(kind, 'queued');
-    if (isFinished(execution) || request.waitSeconds === 0) {
-      if (created) this.queue.wake(AGENT_QUEUE);
-      return execution;
-    }
-    // Listening before the worker is woken: a fresh execution needs no first read.
-    const finished = this.waitForFinish(execution.id, request.waitSeconds * 1000, !created);
-    if (created) this.queue.wake(AGENT_QUEUE);
-    return (await finished) ?? (await this.executions.findById(execution.id)) ?? execution;
-  }
-
-  /** The execution once final, or null if `timeoutMs` passes first. */
-  waitForFinish(id: string, timeoutMs: number, readFirst = true): Promise<Execution | null> {
-    let read = readFirst;
-    return this.signals.waitFor(EXECUTION_FINISHED, id, timeoutMs, async () => {
-      if (!read) {
-        read = true;
-        return null;
-      }
-      const current = await this.executions.findById(id);
-      return current && isFinished(current) ? current : null;
+    return awaitFinal(this.signals, this.queue, {
+      record: execution,
+      created,
+      queue: AGENT_QUEUE,
+      finished: EXECUTION_FINISHED,
+      id: execution.id,
+      waitSeconds: request.waitSeconds,
+      isFinal: isFinished,
+      read: () => this.executions.findById(execution.id),
     });
   }
 

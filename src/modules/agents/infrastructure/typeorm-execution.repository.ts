@@ -1,7 +1,8 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { keysetSql } from '../../../database/keyset';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { AttemptOutcome, Execution, ExecutionFailure, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
 
@@ -49,18 +50,8 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
   }
 
   async history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
-    const params: unknown[] = [organizationId, agentId];
-    const where = ['organization_id = $1', 'agent_id = $2'];
-    if (filter.status) where.push(`status = $${params.push(filter.status)}`);
-    if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
-    if (page.cursor) {
-      const { createdAt, id } = decodeCursor(page.cursor);
-      where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
-    }
-    const rows = await this.select(
-      `WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
-      params,
-    );
+    const { tail, params } = keysetSql({ organization_id: organizationId, agent_id: agentId }, filter, page);
+    const rows = await this.select(tail, params);
     return toPage(rows, page.limit, (e) => e);
   }
 

@@ -21,7 +21,7 @@ import { User } from '../../users/domain/user';
 import { TokenPairResponse } from '../api/auth.dto';
 import { AuthService } from '../application/auth.service';
 import { SamlAcsGuard } from './saml-acs.guard';
-import { SamlSettings } from './saml-settings';
+import { isAllowedRedirect, SamlSettings } from './saml-settings';
 import { SamlService, ServiceProvider } from './saml.service';
 
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -204,7 +204,7 @@ export class SamlController {
     const wantsJson = req.accepts(['html', 'json']) === 'json';
     if (!wantsJson && typeof relayState === 'string' && relayState) {
       // A browser goes back only where the settings allow, with a code, never the tokens.
-      if (!this.saml.isAllowedRedirect(settings, relayState)) {
+      if (!isAllowedRedirect(settings, relayState)) {
         throw new DomainError('VALIDATION_FAILED', 'The RelayState is not one of the allowed redirects', [
           { path: 'RelayState', message: 'RelayState must start with one of the allowedRedirects of the SAML settings' },
         ]);

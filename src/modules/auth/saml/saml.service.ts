@@ -7,6 +7,7 @@ import { JobReconciler } from '../../../queue/job-reconciler';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { allows, parseAllowList } from '../../../shared/outbound/address-policy';
+import { OrganizationsService } from '../../organizations/application/organizations.service';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
@@ -55,6 +56,7 @@ export class SamlService implements OnApplicationBootstrap {
     private readonly config: AppConfig,
     private readonly store: SamlStore,
     private readonly organizations: OrganizationRepository,
+    private readonly organizationsService: OrganizationsService,
     private readonly subscriptions: SubscriptionService,
     private readonly users: UserRepository,
     private readonly usersService: UsersService,
@@ -89,7 +91,7 @@ export class SamlService implements OnApplicationBootstrap {
 
   async settings(caller: Principal): Promise<{ settings: SamlSettings; organization: Organization }> {
     await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    const organization = await this.organization(caller.organizationId);
+    const organization = await this.organizationsService.require(caller.organizationId);
     const settings = await this.store.settings(caller.organizationId);
     if (!settings) throw new DomainError('NOT_FOUND', 'SAML is not configured for this organization');
     return { settings, organization };
@@ -97,7 +99,7 @@ export class SamlService implements OnApplicationBootstrap {
 
   async configure(caller: Principal, input: SamlSettingsInput): Promise<{ settings: SamlSettings; organization: Organization }> {
     await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    const organization = await this.organization(caller.organizationId);
+    const organization = await this.organizationsService.require(caller.organizationId);
     const settings = this.normalize(input);
     await this.store.saveSettings(organization.id, settings);
     this.logger.log({ msg: 'SAML settings saved', organization: organization.slug, idp: settings.idpEntityId, by: caller.userId });
@@ -204,10 +206,6 @@ export class SamlService implements OnApplicationBootstrap {
     return user;
   }
 
-  isAllowedRedirect(settings: SamlSettings, target: string): boolean {
-    return isAllowedRedirect(settings, target);
-  }
-
   /** The organization's enabled settings; 404 otherwise, 403 below the enterprise tier. */
   private async enabled(slug: string): Promise<{ organization: Organization; settings: SamlSettings }> {
     const organization = await this.organizations.findBySlug(slug);
@@ -215,12 +213,6 @@ export class SamlService implements OnApplicationBootstrap {
     if (!organization || !settings?.enabled) throw new DomainError('NOT_FOUND', `No SAML sign-in for '${slug}'`);
     await this.subscriptions.assertFeature(organization.id, SAML_FEATURE);
     return { organization, settings };
-  }
-
-  private async organization(id: string): Promise<Organization> {
-    const organization = await this.organizations.findById(id);
-    if (!organization) throw new DomainError('ORGANIZATION_NOT_FOUND', 'No such organization');
-    return organization;
   }
 
   private normalize(input: SamlSettingsInput): SamlSettings {

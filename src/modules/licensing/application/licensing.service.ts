@@ -8,7 +8,8 @@ import { InstalledLicense, LicenseClaims, LicenseState } from '../domain/license
 import { LicenseRow } from '../infrastructure/license.orm-entity';
 import { LicenseVerifier } from './license-verifier';
 
-const LICENSE_CHANGED = 'license.changed';
+/** Signal topic: the license was installed or removed (cached limits re-read it). */
+export const LICENSE_CHANGED = 'license.changed';
 /** Arbitrary but fixed: serializes user creation while seats are limited. */
 const SEAT_LOCK_KEY = 728_394_002;
 /** How long a process trusts its copy of the license; changes elsewhere reach it by signal sooner. */

@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { LicensingService } from '../../licensing/application/licensing.service';
+import { LICENSE_CHANGED, LicensingService } from '../../licensing/application/licensing.service';
 import { LicenseStatus } from '../../licensing/domain/license';
 import { RATE_LIMIT_WINDOW_SECONDS, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
-import { Organization, Tier } from '../domain/organization';
-import { OrganizationRepository } from '../domain/organization.repository';
-import { ORGANIZATION_CHANGED } from './organizations.service';
+import { Tier } from '../domain/organization';
+import { ORGANIZATION_CHANGED, OrganizationsService } from './organizations.service';
 
 /** How long a process trusts an organization's limit; changes anywhere reach it by signal sooner. */
 const CACHE_MS = 5_000;
@@ -35,12 +34,12 @@ export class SubscriptionService {
   private readonly limits = new Map<string, { at: number; limit: Promise<RateLimit> }>();
 
   constructor(
-    private readonly organizations: OrganizationRepository,
+    private readonly organizations: OrganizationsService,
     private readonly licensing: LicensingService,
     signals: Signals,
   ) {
     signals.on(ORGANIZATION_CHANGED, (id) => this.limits.delete(id));
-    signals.on('license.changed', () => this.limits.clear());
+    signals.on(LICENSE_CHANGED, () => this.limits.clear());
   }
 
   /** The organization's rate limit, cached for a few seconds (tier changes apply within the window). */
@@ -55,7 +54,7 @@ export class SubscriptionService {
 
   async of(organizationId: string): Promise<Subscription> {
     const [organization, license, rateLimit, used] = await Promise.all([
-      this.require(organizationId),
+      this.organizations.require(organizationId),
       this.licensing.state(),
       this.resolve(organizationId),
       this.licensing.seatsUsed(),
@@ -89,15 +88,9 @@ export class SubscriptionService {
   }
 
   private async resolve(organizationId: string): Promise<RateLimit> {
-    const [organization, license] = await Promise.all([this.require(organizationId), this.licensing.state()]);
+    const [organization, license] = await Promise.all([this.organizations.require(organizationId), this.licensing.state()]);
     const tier = license.effectiveTier(organization.tier);
     const limit = tier === 'enterprise' ? (organization.rateLimitPerMinute ?? TIER_RATE_LIMITS.enterprise) : TIER_RATE_LIMITS[tier];
     return { tier, limit, windowSeconds: RATE_LIMIT_WINDOW_SECONDS };
-  }
-
-  private async require(id: string): Promise<Organization> {
-    const organization = await this.organizations.findById(id);
-    if (!organization) throw new DomainError('ORGANIZATION_NOT_FOUND', `Organization '${id}' was not found`);
-    return organization;
   }
 }

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
+import { ErrorDetail } from '../../../shared/errors/domain-error';
+import { schemaProblems } from '../../../shared/json-schema/json-schema.validator';
 import { parseAllowList } from '../../../shared/outbound/address-policy';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
 import { builtInPlugins } from '../catalog';
@@ -21,6 +23,19 @@ export class PluginRegistry {
 
   find(slug: string): Plugin | undefined {
     return this.plugins.get(slug);
+  }
+
+  /**
+   * Problems of an agent kind's or action's config, with paths under `root`: its JSON Schema
+   * first, then (when that holds) the capability's own checks, such as an expression that
+   * must compile. The capability must exist.
+   */
+  configProblems(kind: 'agentKinds' | 'actions', qualified: string, config: Record<string, unknown>, root: string): ErrorDetail[] {
+    const { plugin, capability } = this.capability(kind, qualified)!;
+    const manifest = plugin.manifest[kind].find((c) => `${plugin.manifest.slug}.${c.name}` === qualified)!;
+    const shape = schemaProblems(manifest.configSchema, config, root);
+    if (shape.length) return shape;
+    return (capability.checkConfig?.(config) ?? []).map((p) => ({ path: `${root}.${p.path}`, message: p.message }));
   }
 
   /** `<slug>.<name>` of an agent kind or action, e.g. `http.agent`. */

@@ -211,6 +211,7 @@ export class RunEngine implements OnModuleInit {
             stepId: step.id,
             input,
             timeoutMs,
+            pluginConfig: await this.pluginConfig(state, agent.kind),
             cancel: signal,
           })
         : await this.runner.run({
@@ -295,8 +296,9 @@ export class RunEngine implements OnModuleInit {
     return state.agents.get(id)!;
   }
 
-  private pluginConfig(state: RunState, action: string): Promise<Record<string, unknown> | null> {
-    const slug = action.split('.', 1)[0];
+  /** Once per plugin and run: `qualified` is an action or an agent kind. */
+  private pluginConfig(state: RunState, qualified: string): Promise<Record<string, unknown> | null> {
+    const slug = qualified.split('.', 1)[0];
     if (!state.pluginConfigs.has(slug)) state.pluginConfigs.set(slug, this.runner.pluginConfig(state.run.organizationId, slug));
     return state.pluginConfigs.get(slug)!;
   }

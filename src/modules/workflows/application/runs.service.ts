@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { awaitFinal } from '../../../queue/await-final';
 import { JobQueue } from '../../../queue/job-queue';
 import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
@@ -41,16 +42,16 @@ export class RunsService {
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
   async run(organizationId: string, request: RunRequest): Promise<Run> {
     const { run, created } = await this.enqueue(organizationId, request);
-    if (isRunFinished(run) || request.waitSeconds === 0) {
-      if (created) this.queue.wake(RUN_QUEUE);
-      return run;
-    }
-    const finished = this.signals.waitFor(RUN_FINISHED, run.id, request.waitSeconds * 1000, async () => {
-      const current = await this.runs.findById(run.id);
-      return current && isRunFinished(current) ? current : null;
+    return awaitFinal(this.signals, this.queue, {
+      record: run,
+      created,
+      queue: RUN_QUEUE,
+      finished: RUN_FINISHED,
+      id: run.id,
+      waitSeconds: request.waitSeconds,
+      isFinal: isRunFinished,
+      read: () => this.runs.findById(run.id),
     });
-    if (created) this.queue.wake(RUN_QUEUE);
-    return (await finished) ?? (await this.runs.findById(run.id)) ?? run;
   }
 
   /** Runs stay readable after their workflow is deleted. */

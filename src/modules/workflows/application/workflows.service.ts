@@ -2,7 +2,7 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { schemaCompiles, schemaProblems } from '../../../shared/json-schema/json-schema.validator';
+import { schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { AgentsService, AgentUsage } from '../../agents/application/agents.service';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -93,15 +93,8 @@ export class WorkflowsService implements OnModuleInit {
         if (!installedSlugs.has(qualified.split('.', 1)[0])) return 'plugin-not-installed';
         return this.registry.capability('actions', qualified) ? 'ok' : 'unknown';
       },
-      actionConfigProblems: (qualified, config) => {
-        const { plugin, capability } = this.registry.capability('actions', qualified)!;
-        const manifest = plugin.manifest.actions.find((a) => `${plugin.manifest.slug}.${a.name}` === qualified)!;
-        const shape = schemaProblems(manifest.configSchema, config, 'with').map((d) => ({
-          path: d.path.replace(/^with\.?/, ''),
-          message: d.message,
-        }));
-        return shape.length ? shape : (capability.checkConfig?.(config) ?? []).map((p) => ({ path: p.path, message: `with.${p.message}` }));
-      },
+      actionConfigProblems: (qualified, config) =>
+        this.registry.configProblems('actions', qualified, config, 'with').map((d) => ({ ...d, path: d.path.replace(/^with\.?/, '') })),
       compileProblem: (expression) => {
         const compiled = compileJsonata(expression);
         return compiled.ok ? null : compiled.message;

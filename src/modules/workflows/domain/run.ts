@@ -48,10 +48,6 @@ export function isRunFinished(run: Pick<Run, 'status'>): boolean {
   return run.status !== 'queued' && run.status !== 'running';
 }
 
-export function isStepFinished(status: StepStatus): boolean {
-  return status !== 'pending' && status !== 'running';
-}
-
 /**
  * What to do next with a run's steps: the pending steps whose needs all succeeded are ready;
  * a pending step with a need that failed, was skipped or canceled is skipped. Steps are

@@ -1,7 +1,8 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { keysetSql } from '../../../database/keyset';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Failure, Run, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { HistoryFilter, RunOutcome, RunRepository, StepWrite } from '../domain/workflow.repository';
 
@@ -84,18 +85,8 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async history(organizationId: string, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
-    const params: unknown[] = [organizationId, workflowId];
-    const where = ['organization_id = $1', 'workflow_id = $2'];
-    if (filter.status) where.push(`status = $${params.push(filter.status)}`);
-    if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
-    if (page.cursor) {
-      const { createdAt, id } = decodeCursor(page.cursor);
-      where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
-    }
-    const rows = await this.query<RawRun>(
-      `SELECT * FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
-      params,
-    );
+    const { tail, params } = keysetSql({ organization_id: organizationId, workflow_id: workflowId }, filter, page);
+    const rows = await this.query<RawRun>(`SELECT * FROM workflow_runs ${tail}`, params);
     return toPage(
       rows.map((r) => toRun(r, [])),
       page.limit,

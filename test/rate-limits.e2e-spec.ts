@@ -1,26 +1,11 @@
-import type { Response } from 'supertest';
-import { startTcpProxy } from './support/tcp-proxy';
+import { burst, statuses } from './support/bursts';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
 
 /**
  * Tier rate limits. Each spec uses fresh organizations, whose window starts at their first
- * request, and stays well inside 60 s, so no spec straddles a window boundary.
+ * request, and stays well inside 60 s, so no spec straddles a window boundary. The counts
+ * shared across instances through Redis are in test/redis-only/.
  */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** Sends `count` authenticated requests, `concurrency` at a time; answers them in order. */
-async function burst(send: () => Promise<Response>, count: number, concurrency = 10): Promise<Response[]> {
-  const responses: Response[] = [];
-  for (let i = 0; i < count; i += concurrency) {
-    responses.push(...(await Promise.all(Array.from({ length: Math.min(concurrency, count - i) }, send))));
-  }
-  return responses;
-}
-
-const statuses = (responses: Response[]) => ({
-  ok: responses.filter((r) => r.status === 200).length,
-  limited: responses.filter((r) => r.status === 429).length,
-});
 
 describe('tier rate limits (memory storage)', () => {
   let t: TestApp;
@@ -113,42 +98,5 @@ describe('tier rate limits (memory storage)', () => {
   it('leaves unauthenticated routes to their own limits', async () => {
     const res = await t.http().get('/health/live');
     expect(res.headers['ratelimit-policy']).toBeUndefined();
-  });
-});
-
-describe('tier rate limits (Redis storage)', () => {
-  it('counts two instances together: exactly 100 of 101 alternating requests pass', async () => {
-    const first = await createTestApp({ env: { REDIS_URL } });
-    const org = await first.newOrg('starter');
-    const second = await createTestApp({ env: { REDIS_URL } });
-    try {
-      const apps = [first, second];
-      const responses: Response[] = [];
-      for (let i = 0; i < 101; i++) responses.push(await apps[i % 2].http().get('/api/plugins').set(bearer(org.member)));
-      expect(statuses(responses)).toEqual({ ok: 100, limited: 1 });
-      expect(responses[100].status).toBe(429);
-      expect(responses[100].headers['retry-after']).toBeDefined();
-    } finally {
-      await second.close();
-      await first.close();
-    }
-  });
-
-  it('keeps serving when Redis is unreachable, and counts the failures', async () => {
-    const proxy = await startTcpProxy(REDIS_URL);
-    const t = await createTestApp({ env: { REDIS_URL: proxy.url.replace(/^postgres:/, 'redis:') } });
-    try {
-      const org = await t.newOrg('starter');
-      expect((await t.http().get('/api/plugins').set(bearer(org.member))).headers['x-ratelimit-remaining']).toBe('99');
-      proxy.cut();
-      const during = await burst(() => t.http().get('/api/plugins').set(bearer(org.member)), 20);
-      expect(statuses(during)).toEqual({ ok: 20, limited: 0 });
-      const metrics = await t.http().get('/metrics');
-      expect(Number(/rate_limit_storage_errors_total (\d+)/.exec(metrics.text)?.[1])).toBeGreaterThanOrEqual(20);
-    } finally {
-      proxy.restore();
-      await t.close();
-      await proxy.close();
-    }
   });
 });

@@ -2,7 +2,9 @@
  * Agent execution benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL
  * database per phase, executing a transform.jsonata agent.
  *
- *   1. synchronous execute (?wait=30) latency with 1 and with 20 concurrent clients, one APP_ROLE=all process;
+ *   1. synchronous execute (?wait=30) latency with 1 and with 20 concurrent clients, one APP_ROLE=all process,
+ *      once with expressions evaluated inline (EXPRESSION_SANDBOX=inline, the way they ran before the
+ *      sandbox) and once in the sandbox's worker threads (the default), side by side;
  *   2. asynchronous throughput: M executions enqueued (?wait=0) on an APP_ROLE=api process, then
  *      drained by 1 and by 2 APP_ROLE=worker processes; executions/s is measured from the rows.
  *
@@ -105,11 +107,12 @@ async function enqueue(client: JsonClient, agentId: string): Promise<string | nu
 // ---------------------------------------------------------------------------------------------
 // Phases
 
-/** Phase 1: synchronous latency on one APP_ROLE=all process. */
-async function syncPhase(): Promise<Row[]> {
-  const databaseUrl = await databases.create('sync');
-  log('sync: starting one APP_ROLE=all process');
-  const service = await services.start('service (all)', serviceEnv(credentials, databaseUrl, 'all'), settings.readyTimeoutMs);
+/** Phase 1: synchronous latency on one APP_ROLE=all process, expressions evaluated `sandbox`-style. */
+async function syncPhase(sandbox: 'inline' | 'threads'): Promise<Row[]> {
+  const databaseUrl = await databases.create(`sync_${sandbox}`);
+  log(`sync (${sandbox}): starting one APP_ROLE=all process`);
+  const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
+  const service = await services.start('service (all)', env, settings.readyTimeoutMs);
   const { client, agentId } = await prepareAgent(service);
   const call = () => executeAndWait(client, agentId);
 
@@ -123,8 +126,8 @@ async function syncPhase(): Promise<Row[]> {
   services.assertAlive();
   await services.stopAll();
   return [
-    loadRow('sync execute ?wait=30, 1 client', serial),
-    loadRow(`sync execute ?wait=30, ${settings.syncClients} clients`, concurrent),
+    loadRow(`sync execute ?wait=30, 1 client, ${sandbox}`, serial),
+    loadRow(`sync execute ?wait=30, ${settings.syncClients} clients, ${sandbox}`, concurrent),
   ];
 }
 
@@ -221,10 +224,12 @@ function printReport(rows: Row[]): void {
 }
 
 function targetLines(rows: Row[]): string[] {
-  const [serial] = rows;
+  const serial = rows.find((r) => r.scenario.endsWith('1 client, threads'))!;
+  const inline = rows.find((r) => r.scenario.endsWith('1 client, inline'))!;
   const drains = rows.filter((r) => r.scenario.startsWith('async drain'));
   return [
-    'Targets:',
+    `Sandbox cost per sync execution, 1 client: p50 ${fixed(serial.p50 - inline.p50, 2)} ms (threads − inline; ≤ 1 ms wanted)`,
+    'Targets (sandboxed):',
     `  sync, 1 client: p50 ≤ ${TARGETS.syncP50Ms} ms → ${fixed(serial.p50, 2)} ms ${verdict(serial.p50 <= TARGETS.syncP50Ms)}; ` +
       `p99 ≤ ${TARGETS.syncP99Ms} ms → ${fixed(serial.p99, 2)} ms ${verdict(serial.p99 <= TARGETS.syncP99Ms)}`,
     ...drains.map(
@@ -258,7 +263,7 @@ async function main(): Promise<void> {
   });
   try {
     const rows: Row[] = [];
-    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
+    for (const phase of [() => syncPhase('inline'), () => syncPhase('threads'), () => asyncPhase(1), () => asyncPhase(2)]) {
       if (interrupted.signal.aborted) throw new Error('interrupted');
       rows.push(...(await phase()));
     }

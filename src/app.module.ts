@@ -20,6 +20,7 @@ import { UsersModule } from './modules/users/users.module';
 import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
+import { ExpressionsModule } from './shared/expressions/expressions.module';
 
 @Module({
   imports: [
@@ -58,6 +59,7 @@ import { validationPipe } from './shared/http/validation';
         }),
       ],
     }),
+    ExpressionsModule,
     ThrottlingModule,
     LicensingModule,
     UsersModule,

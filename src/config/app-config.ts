@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Role } from '../shared/auth/principal';
@@ -16,6 +17,8 @@ export class AppConfig {
   readonly role: AppRole;
   /** Job-fetching loops per worker process; each takes a batch of jobs at a time. */
   readonly workerConcurrency: number;
+  /** The sandbox of tenant expressions: its threads and the heap of each. */
+  readonly expressions: { threads: number; heapMb: number; timeLimitMs: number; inline: boolean };
   readonly database: { url?: string; dataDir: string; poolSize: number };
   readonly redisUrl?: string;
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
@@ -48,6 +51,12 @@ export class AppConfig {
     };
     this.role = env.APP_ROLE as AppRole;
     this.workerConcurrency = env.WORKER_CONCURRENCY;
+    this.expressions = {
+      threads: env.EXPRESSION_THREADS ?? Math.min(4, availableParallelism()),
+      heapMb: env.EXPRESSION_HEAP_MB,
+      timeLimitMs: env.EXPRESSION_TIMEOUT_MS,
+      inline: env.EXPRESSION_SANDBOX === 'inline',
+    };
     const dataDir = resolve(env.DATA_DIR);
     this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
     this.redisUrl = env.REDIS_URL;

@@ -98,6 +98,33 @@ export class Environment {
   @Max(64)
   WORKER_CONCURRENCY = 4;
 
+  /** Worker threads that evaluate tenant expressions; unset: one per core, at most 4. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  EXPRESSION_THREADS?: number;
+
+  /**
+   * `threads` (the default): tenant expressions run in the sandbox's worker threads. `inline`
+   * evaluates them on the calling thread with the same in-thread bounds but no kill: only for
+   * comparing in the benchmarks; refused in production.
+   */
+  @IsIn(['threads', 'inline'])
+  EXPRESSION_SANDBOX = 'threads';
+
+  /** Longest one evaluation of a tenant expression may take (ms), whatever the step's timeout. */
+  @IsInt()
+  @Min(100)
+  @Max(60000)
+  EXPRESSION_TIMEOUT_MS = 1000;
+
+  /** Heap of each expression thread (MB); an expression that needs more ends as EXPRESSION_FAILED. */
+  @IsInt()
+  @Min(64)
+  @Max(4096)
+  EXPRESSION_HEAP_MB = 128;
+
   @Matches(/^([A-Za-z0-9+/]+={0,2})?(,[A-Za-z0-9+/]+={0,2})*$/, {
     message: 'LICENSE_PUBLIC_KEYS must be comma-separated base64 (SPKI DER)',
   })
@@ -143,6 +170,9 @@ const NUMERIC = new Set([
   'LOGIN_LIMIT_WINDOW_SECONDS',
   'SHUTDOWN_GRACE_MS',
   'WORKER_CONCURRENCY',
+  'EXPRESSION_THREADS',
+  'EXPRESSION_HEAP_MB',
+  'EXPRESSION_TIMEOUT_MS',
 ]);
 
 export class ConfigError extends Error {
@@ -173,6 +203,8 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
     if (!parsed.DATABASE_URL) problems.push('DATABASE_URL is required when NODE_ENV=production');
     if (!parsed.JWT_SECRET) problems.push('JWT_SECRET (at least 32 bytes) is required when NODE_ENV=production');
     if (!parsed.SECRETS_KEY) problems.push('SECRETS_KEY (32 bytes, hex or base64) is required when NODE_ENV=production');
+    if (parsed.EXPRESSION_SANDBOX === 'inline')
+      problems.push('EXPRESSION_SANDBOX=inline (for benchmarks) is refused when NODE_ENV=production');
   }
   const samlVars = [parsed.SAML_IDP_ENTITY_ID, parsed.SAML_IDP_SSO_URL, parsed.SAML_IDP_CERTIFICATE];
   if (samlVars.some(Boolean) && !samlVars.every(Boolean)) {

@@ -3,7 +3,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
-import { schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
+import { tenantSchemaProblems } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { UsageChecks } from '../../../shared/usage/usage-checks';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -112,12 +112,8 @@ export class AgentsService implements OnModuleInit {
     const problems = this.registry.configProblems('agentKinds', kind, config, 'config');
     if (problems.length) throw new DomainError('VALIDATION_FAILED', `The config of agent kind '${kind}' is not valid`, problems);
     if (inputSchema) {
-      const problem = schemaCompiles(inputSchema);
-      if (problem) {
-        throw new DomainError('VALIDATION_FAILED', 'The inputSchema is not a valid JSON Schema', [
-          { path: 'inputSchema', message: problem },
-        ]);
-      }
+      const details = tenantSchemaProblems(inputSchema, 'inputSchema');
+      if (details.length) throw new DomainError('VALIDATION_FAILED', 'The inputSchema cannot be used', details);
     }
   }
 

@@ -7,7 +7,7 @@ import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { IdempotencyKeys } from '../../../shared/idempotency/idempotency-keys';
-import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
+import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Execution, HistoryFilter, isFinished, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
@@ -90,7 +90,7 @@ export class ExecutionsService {
   ): Promise<{ execution: Execution; created: boolean; kind: string }> {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);
-    if (agent.inputSchema) assertSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
+    if (agent.inputSchema) assertTenantSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
 
     const id = randomUUID();
     if (request.idempotencyKey) {

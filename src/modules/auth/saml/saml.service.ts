@@ -167,7 +167,7 @@ export class SamlService implements OnApplicationBootstrap {
     if (!cache.claimed) throw samlInvalid('This response was already used');
     const attributes = profile.attributes as Record<string, unknown> | undefined;
     const email = User.normalizeEmail(String(first(attributes?.[settings.attributes.email]) ?? profile.nameID ?? ''));
-    if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 320) throw samlInvalid('The assertion does not name a usable email');
+    if (email.length > 320 || !/^[^\s@]+@[^\s@]+$/.test(email)) throw samlInvalid('The assertion does not name a usable email');
     const groups = many(attributes?.[settings.attributes.groups]);
     const role = roleFor(settings, groups);
     const names = {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { ErrorDetail } from '../../../shared/errors/domain-error';
+import { ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { schemaProblems } from '../../../shared/json-schema/json-schema.validator';
 import { parseAllowList } from '../../../shared/outbound/address-policy';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
@@ -12,9 +13,9 @@ import { Capability, Plugin } from '../domain/plugin';
 export class PluginRegistry {
   private readonly plugins: Map<string, Plugin>;
 
-  constructor(config: AppConfig) {
+  constructor(config: AppConfig, expressions: ExpressionSandbox) {
     const http = new OutboundHttp({ allowList: parseAllowList(config.outboundAllowList) });
-    this.plugins = new Map(builtInPlugins({ http }).map((p) => [p.manifest.slug, p]));
+    this.plugins = new Map(builtInPlugins({ http, expressions }).map((p) => [p.manifest.slug, p]));
   }
 
   all(): Plugin[] {

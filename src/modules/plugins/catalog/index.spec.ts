@@ -2,7 +2,8 @@ import { loopbackClient } from './test-support/execute-request';
 import { builtInPlugins } from '.';
 
 describe('builtInPlugins', () => {
-  const plugins = builtInPlugins({ http: loopbackClient() });
+  const expressions = { evaluate: () => Promise.reject(new Error('not evaluated here')) };
+  const plugins = builtInPlugins({ http: loopbackClient(), expressions });
 
   it('ships transform, http and llm', () => {
     expect(plugins.map((p) => p.manifest.slug)).toEqual(['transform', 'http', 'llm']);

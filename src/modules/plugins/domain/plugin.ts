@@ -68,7 +68,14 @@ export interface Plugin {
 
 /** Codes a failed execution carries in `error.code`. */
 export type ExecutionErrorCode =
-  'AGENT_TIMEOUT' | 'CANCELED' | 'UPSTREAM_ERROR' | 'INVALID_OUTPUT' | 'INVALID_INPUT' | 'EXPRESSION_FAILED' | 'OUTBOUND_REFUSED';
+  | 'AGENT_TIMEOUT'
+  | 'CANCELED'
+  | 'UPSTREAM_ERROR'
+  | 'INVALID_OUTPUT'
+  | 'INVALID_INPUT'
+  | 'EXPRESSION_FAILED'
+  | 'EXPRESSION_TIMEOUT'
+  | 'OUTBOUND_REFUSED';
 
 /** How a capability reports failure: a stable code and a message safe to show the user. */
 export class ExecutionError extends Error {

@@ -5,11 +5,10 @@ import type { Job, JobResult } from 'pg-boss';
 import { JobQueue } from '../../../queue/job-queue';
 import { Signals } from '../../../queue/signals';
 import { Coalescer } from '../../../shared/batching/coalescer';
+import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { AgentSteps } from '../../agents/application/agent-steps';
 import { Agent } from '../../agents/domain/agent';
 import { CallOutcome, CapabilityRunner, isRetryable } from '../../plugins/application/capability-runner';
-import { evaluateJsonata } from '../../plugins/catalog/transform/jsonata-expression';
-import { ExecutionError } from '../../plugins/domain/plugin';
 import { StepDefinition, WorkflowDefinition } from '../domain/definition';
 import { Failure, nextSteps, Run, StepStatus } from '../domain/run';
 import { RunOutcome, RunRepository, StepWrite, WorkflowRepository } from '../domain/workflow.repository';
@@ -22,8 +21,8 @@ const BATCH_SIZE = 8;
 const MAX_PARALLEL_STEPS = 8;
 const ACTION_TIMEOUT_MS = 30_000;
 const DEFAULT_BACKOFF_MS = 1000;
-/** Bound on evaluating one expression (input, if, output). */
-const EXPRESSION_TIMEOUT_MS = 1000;
+/** Largest value an expression (input, if, output) may produce, as JSON: the request body limit. */
+const MAX_EXPRESSION_OUTPUT_BYTES = 1024 * 1024;
 
 type StepResult = { status: 'succeeded'; output: unknown } | { status: 'failed'; error: Failure } | { status: 'skipped' | 'canceled' };
 
@@ -62,6 +61,7 @@ export class RunEngine implements OnModuleInit {
     private readonly agentSteps: AgentSteps,
     private readonly runner: CapabilityRunner,
     private readonly metrics: RunMetrics,
+    private readonly expressions: ExpressionSandbox,
   ) {}
 
   onModuleInit(): void {
@@ -179,14 +179,14 @@ export class RunEngine implements OnModuleInit {
 
     if (step.if !== undefined) {
       const condition = await this.evaluate(step.if, context, signal);
-      if ('error' in condition) return this.recordFailure(write, { code: 'EXPRESSION_FAILED', message: `if: ${condition.error.message}` });
+      if ('error' in condition) return this.recordFailure(write, { code: condition.error.code, message: `if: ${condition.error.message}` });
       if (!condition.value) return (await write({ status: 'skipped' })) ? { status: 'skipped' } : { status: 'canceled' };
     }
     let input: unknown = run.input;
     if (step.input !== undefined) {
       const evaluated = await this.evaluate(step.input, context, signal);
       if ('error' in evaluated)
-        return this.recordFailure(write, { code: 'EXPRESSION_FAILED', message: `input: ${evaluated.error.message}` });
+        return this.recordFailure(write, { code: evaluated.error.code, message: `input: ${evaluated.error.message}` });
       input = evaluated.value;
     }
 
@@ -253,16 +253,22 @@ export class RunEngine implements OnModuleInit {
     if (state.definition.output === undefined) return { value: outputs };
     const context = { input: state.run.input, steps: Object.fromEntries([...state.outputs].map(([id, output]) => [id, { output }])) };
     const result = await this.evaluate(state.definition.output, context, new AbortController().signal);
-    return 'error' in result ? { error: { code: 'EXPRESSION_FAILED', message: `output: ${result.error.message}` } } : result;
+    return 'error' in result ? { error: { code: result.error.code, message: `output: ${result.error.message}` } } : result;
   }
 
+  /**
+   * An expression's value, or its failure (EXPRESSION_FAILED or EXPRESSION_TIMEOUT: final, the
+   * same context fails the same way). A stopped run answers a failure its caller discards; a
+   * sandbox that cannot evaluate at all throws, and the run's job is tried again.
+   */
   private async evaluate(expression: string, context: unknown, signal: AbortSignal): Promise<{ value: unknown } | { error: Failure }> {
     try {
-      const value = await evaluateJsonata(expression, context, { signal, timeoutMs: EXPRESSION_TIMEOUT_MS });
-      return { value: value === undefined ? null : value };
+      const options = { signal, maxOutputBytes: MAX_EXPRESSION_OUTPUT_BYTES };
+      return { value: await this.expressions.evaluate(expression, context, options) };
     } catch (error) {
-      const message = error instanceof ExecutionError ? error.message : (error as Error).message;
-      return { error: { code: 'EXPRESSION_FAILED', message } };
+      if (error instanceof ExpressionFailure) return { error: { code: error.code, message: error.message } };
+      if (signal.aborted) return { error: { code: 'CANCELED', message: 'The run was stopped' } };
+      throw error;
     }
   }
 

@@ -7,7 +7,7 @@ import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { IdempotencyKeys } from '../../../shared/idempotency/idempotency-keys';
-import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
+import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { WORKFLOW_LIMITS } from '../domain/definition';
 import { isRunFinished, Run } from '../domain/run';
@@ -82,7 +82,8 @@ export class RunsService {
   private async enqueue(organizationId: string, request: RunRequest): Promise<{ run: Run; created: boolean }> {
     const workflow = await this.workflows.get(organizationId, request.workflowId);
     const { definition } = workflow;
-    if (definition.inputSchema) assertSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${workflow.name}'`);
+    if (definition.inputSchema)
+      assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${workflow.name}'`);
 
     const id = randomUUID();
     if (request.idempotencyKey) {

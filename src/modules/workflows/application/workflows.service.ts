@@ -2,12 +2,12 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { schemaCompiles } from '../../../shared/json-schema/json-schema.validator';
+import { expressionProblem } from '../../../shared/expressions/expression-check';
+import { tenantSchemaProblems } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { AgentsService, AgentUsage } from '../../agents/application/agents.service';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
-import { compileJsonata } from '../../plugins/catalog/transform/transform.plugin';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { DefinitionContext, JsonObject } from '../domain/definition';
 import { Workflow } from '../domain/workflow';
@@ -95,11 +95,8 @@ export class WorkflowsService implements OnModuleInit {
       },
       actionConfigProblems: (qualified, config) =>
         this.registry.configProblems('actions', qualified, config, 'with').map((d) => ({ ...d, path: d.path.replace(/^with\.?/, '') })),
-      compileProblem: (expression) => {
-        const compiled = compileJsonata(expression);
-        return compiled.ok ? null : compiled.message;
-      },
-      schemaProblem: (schema) => schemaCompiles(schema),
+      compileProblem: (expression) => expressionProblem(expression),
+      schemaProblems: (schema, root) => tenantSchemaProblems(schema, root),
     };
   }
 }

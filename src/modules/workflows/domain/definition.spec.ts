@@ -6,7 +6,7 @@ const context: DefinitionContext = {
   action: (q) => (q === 'transform.jsonata' ? 'ok' : q.startsWith('llm.') ? 'plugin-not-installed' : 'unknown'),
   actionConfigProblems: (_q, config) => (typeof config.expression === 'string' ? [] : [{ path: 'expression', message: 'is required' }]),
   compileProblem: (e) => (e.includes('(') && !e.includes(')') ? 'does not compile at position 1' : null),
-  schemaProblem: (s) => (s.type === 'nonsense' ? 'unknown type' : null),
+  schemaProblems: (s, root) => (s.type === 'nonsense' ? [{ path: root, message: `${root} is not a valid JSON Schema: unknown type` }] : []),
 };
 const action = (id: string, extra: Record<string, unknown> = {}) => ({
   id,

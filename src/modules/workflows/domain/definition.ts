@@ -101,7 +101,8 @@ export interface DefinitionContext {
   /** Null when the JSONata expression compiles; else why (with the position when known). */
   compileProblem(expression: string): string | null;
   /** Null when the JSON Schema compiles; else why. */
-  schemaProblem(schema: JsonObject): string | null;
+  /** Why a tenant's JSON Schema cannot be stored, with paths under `root`. */
+  schemaProblems(schema: JsonObject, root: string): Array<{ path: string; message: string }>;
 }
 
 /**
@@ -169,8 +170,7 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
     if (problem) add('output', `output: ${problem}`);
   }
   if (def.inputSchema) {
-    const problem = context.schemaProblem(def.inputSchema);
-    if (problem) add('inputSchema', `inputSchema is not a valid JSON Schema: ${problem}`);
+    for (const p of context.schemaProblems(def.inputSchema, 'inputSchema')) add(p.path, p.message);
   }
   return problems;
 }

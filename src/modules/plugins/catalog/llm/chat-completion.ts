@@ -27,7 +27,7 @@ export interface LlmChatOutput {
 /** `<baseUrl>/chat/completions`, whether or not baseUrl ends with a slash. */
 export function completionsUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  url.pathname = `${withoutTrailingSlashes(url.pathname)}/chat/completions`;
   return url.toString();
 }
 
@@ -67,14 +67,35 @@ export function readChatReply(reply: unknown, config: LlmChatConfig, model: stri
 
 /** Parses JSON content, tolerating the Markdown code fence some models wrap it in. */
 function parseJsonContent(content: string): unknown {
-  const unfenced = content.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/i, '$1');
   try {
-    return JSON.parse(unfenced) as unknown;
+    return JSON.parse(unfenced(content.trim())) as unknown;
   } catch {
     throw new ExecutionError('INVALID_OUTPUT', 'The LLM reply is not valid JSON');
   }
 }
 
+/**
+ * The body of a reply fenced as ```` ```json ```` (or a bare ```` ``` ````) ... ```` ``` ````,
+ * else the reply itself. Found with indexOf, not a regular expression: the reply is remote
+ * text, and a backtracking pattern over "```" and many newlines takes seconds.
+ */
+export function unfenced(text: string): string {
+  const FENCE = '```';
+  if (text.length < 2 * FENCE.length || !text.startsWith(FENCE) || !text.endsWith(FENCE)) return text;
+  const lineEnd = text.indexOf('\n');
+  if (lineEnd < 0 || lineEnd > text.length - FENCE.length) return text;
+  const info = text.slice(FENCE.length, lineEnd).trim().toLowerCase();
+  if (info !== '' && info !== 'json') return text;
+  return text.slice(lineEnd + 1, text.length - FENCE.length);
+}
+
 function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+}
+
+/** `path` without its trailing slashes (a loop: `/\/+$/` is quadratic over many slashes). */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 0 && path[end - 1] === '/') end--;
+  return path.slice(0, end);
 }

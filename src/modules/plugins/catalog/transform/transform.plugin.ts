@@ -1,8 +1,13 @@
-import { Capability, CapabilityManifest, Plugin } from '../../domain/plugin';
-import { compileJsonata, evaluateJsonata } from './jsonata-expression';
-import { toJsonOutput } from './json-output';
+import type { ExpressionSandbox } from '../../../../shared/expressions/expression-sandbox';
+import { ExpressionFailure } from '../../../../shared/expressions/expression-sandbox';
+import { expressionProblem } from '../../../../shared/expressions/expression-check';
+import { Capability, CapabilityManifest, ExecutionError, Plugin } from '../../domain/plugin';
 
-export { compileJsonata } from './jsonata-expression';
+/** What the transform plugin needs of the sandbox; `ExpressionSandbox` satisfies it. */
+export type ExpressionEvaluator = Pick<ExpressionSandbox, 'evaluate'>;
+
+/** Largest output a transform may produce, serialized (1 MiB). */
+export const MAX_OUTPUT_BYTES = 1024 * 1024;
 
 interface JsonataConfig {
   expression: string;
@@ -21,29 +26,39 @@ const jsonataManifest: CapabilityManifest = {
   },
 };
 
-const jsonata: Capability = {
-  async execute({ config, input, signal, timeoutMs }) {
-    const { expression } = config as unknown as JsonataConfig;
-    return toJsonOutput(await evaluateJsonata(expression, input, { signal, timeoutMs }));
-  },
-  checkConfig(config) {
-    const compiled = compileJsonata((config as unknown as JsonataConfig).expression);
-    return compiled.ok ? [] : [{ path: 'expression', message: `expression does not compile: ${compiled.message}` }];
-  },
-};
+function jsonataCapability(expressions: ExpressionEvaluator): Capability {
+  return {
+    async execute({ config, input, signal, timeoutMs }) {
+      const { expression } = config as unknown as JsonataConfig;
+      try {
+        return await expressions.evaluate(expression, input, { signal, timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
+      } catch (error) {
+        if (error instanceof ExpressionFailure) throw new ExecutionError(error.code, error.message);
+        throw error;
+      }
+    },
+    checkConfig(config) {
+      const problem = expressionProblem((config as unknown as JsonataConfig).expression);
+      return problem ? [{ path: 'expression', message: `expression cannot be used: ${problem}` }] : [];
+    },
+  };
+}
 
-/** `transform.jsonata`, as an agent kind and as a workflow action. */
-export const transformPlugin: Plugin = {
-  manifest: {
-    slug: 'transform',
-    name: 'Transform',
-    version: '1.0.0',
-    description: 'Reshapes JSON with JSONata expressions, bounded in time, depth and output size.',
-    configSchema: { type: 'object', additionalProperties: false, properties: {} },
-    secretFields: [],
-    agentKinds: [jsonataManifest],
-    actions: [jsonataManifest],
-  },
-  agentKinds: { jsonata },
-  actions: { jsonata },
-};
+/** `transform.jsonata`, as an agent kind and as an action; expressions run in the sandbox. */
+export function createTransformPlugin(expressions: ExpressionEvaluator): Plugin {
+  const jsonata = jsonataCapability(expressions);
+  return {
+    manifest: {
+      slug: 'transform',
+      name: 'Transform',
+      version: '1.0.0',
+      description: 'Reshapes JSON with JSONata expressions, bounded in time, depth and output size.',
+      configSchema: { type: 'object', additionalProperties: false, properties: {} },
+      secretFields: [],
+      agentKinds: [jsonataManifest],
+      actions: [jsonataManifest],
+    },
+    agentKinds: { jsonata },
+    actions: { jsonata },
+  };
+}

@@ -1,0 +1,131 @@
+import { AppConfig } from '../../config/app-config';
+import { ExpressionFailure, ExpressionSandbox } from './expression-sandbox';
+
+const MAX_OUTPUT_BYTES = 1024 * 1024;
+
+describe('ExpressionSandbox', () => {
+  let sandbox: ExpressionSandbox;
+  beforeAll(() => {
+    sandbox = new ExpressionSandbox({ expressions: { threads: 2, heapMb: 128, timeLimitMs: 1000, inline: false } } as AppConfig);
+  });
+  afterAll(() => sandbox.onModuleDestroy());
+
+  const evaluate = (expression: string, input: unknown = {}, timeoutMs = 1000, signal?: AbortSignal) =>
+    sandbox.evaluate(expression, input, { timeoutMs, signal, maxOutputBytes: MAX_OUTPUT_BYTES });
+
+  async function failure(work: Promise<unknown>): Promise<ExpressionFailure> {
+    const error = await work.then(
+      () => new Error('expected a failure'),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ExpressionFailure);
+    return error as ExpressionFailure;
+  }
+
+  async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number }> {
+    const started = Date.now();
+    const result = await work();
+    return { result, ms: Date.now() - started };
+  }
+
+  it('evaluates an expression over its input, with bindings, as JSON data', async () => {
+    const input = {
+      order: {
+        items: [
+          { price: 2, qty: 3 },
+          { price: 5, qty: 1 },
+        ],
+      },
+    };
+    await expect(evaluate('{ "total": $sum(order.items.(price * qty)) }', input)).resolves.toEqual({ total: 11 });
+    await expect(sandbox.evaluate('$x + 1', {}, { timeoutMs: 100, bindings: { x: 41 }, maxOutputBytes: 100 })).resolves.toBe(42);
+    await expect(evaluate('missing')).resolves.toBeNull();
+  });
+
+  it('reports an expression that does not compile or fails, with JSONata position', async () => {
+    expect((await failure(evaluate('{ "a": '))).message).toMatch(/^Invalid expression: .*S0203 at position 7/);
+    const error = await failure(evaluate('a + "x"', { a: 1 }));
+    expect(error.code).toBe('EXPRESSION_FAILED');
+    expect(error.message).toContain('(JSONata T2002 at position 3)');
+  });
+
+  it('stops a tail-recursive loop by its own time bound without killing the thread', async () => {
+    const error = await failure(evaluate('( $f := function($n){ $f($n + 1) }; $f(0) )', {}, 300));
+    expect(error).toMatchObject({
+      code: 'EXPRESSION_TIMEOUT',
+      message: 'Expression did not finish within 300 ms (the time limit of one evaluation)',
+    });
+  });
+
+  it('kills the thread of a built-in that never yields ($sort of 30,000), at the time limit', async () => {
+    const { result: error, ms } = await timed(() => failure(evaluate('$sort([1..30000], function($a, $b){ $a < $b })', {}, 200)));
+    expect(error.code).toBe('EXPRESSION_TIMEOUT');
+    expect(error.message).toMatch(/within 200 ms .*its thread was stopped|within 200 ms \(the time limit/);
+    expect(ms).toBeLessThan(1000);
+    await expect(evaluate('1 + 1')).resolves.toBe(2);
+  });
+
+  it('ends an allocation bomb as EXPRESSION_FAILED naming the memory limit; a new thread takes over and 50 evaluations succeed', async () => {
+    // A time limit long enough that only the heap limit can end it, and the smallest heap.
+    const small = new ExpressionSandbox({ expressions: { threads: 1, heapMb: 64, timeLimitMs: 30_000, inline: false } } as AppConfig);
+    try {
+      const input = { s: 'x'.repeat(3_000_000) };
+      const error = await failure(small.evaluate('$count([1..200].$lowercase($$.s & $string($)))', input, { maxOutputBytes: 100 }));
+      expect(error).toMatchObject({
+        code: 'EXPRESSION_FAILED',
+        message: 'Expression needed more than the memory limit of 64 MB; its thread was stopped',
+      });
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => small.evaluate('$ * 2', i, { maxOutputBytes: 100 })));
+      expect(results).toEqual(Array.from({ length: 50 }, (_, i) => i * 2));
+      expect(small.threads).toBe(1);
+    } finally {
+      await small.onModuleDestroy();
+    }
+  });
+
+  it('bounds ranges, strings and arrays before they are allocated', async () => {
+    expect((await failure(evaluate('[1..100000000]'))).message).toMatch(/D2014|D2015/);
+    expect((await failure(evaluate('$count([1..2000000])'))).message).toMatch(/exceed 1000000|D2015/);
+    expect((await failure(evaluate('$pad("", 500000000, "x")'))).message).toMatch(/\$pad width 500000000 is over the limit/);
+    expect((await failure(evaluate('( $s := $pad("", 400, "x"); $join([1..20000].($s)) )'))).message).toMatch(/\$join would make/);
+    expect((await failure(evaluate('( $s := $pad("", 1000000, "x"); $string([1..1000].$s) )'))).message).toMatch(
+      /\$string would make over/,
+    );
+    expect((await failure(evaluate('( $f := function($s){ $f($s & $s) }; $f("ab") )'))).message).toMatch(/over the limit of 4000000/);
+  });
+
+  it('refuses a result over the output limit', async () => {
+    const error = await failure(sandbox.evaluate('$pad("", 2000, "x")', {}, { timeoutMs: 100, maxOutputBytes: 1000 }));
+    expect(error.message).toMatch(/output limit is 1000|output limit of 1000/);
+  });
+
+  it('matches regular expressions in linear time', async () => {
+    const text = 'a'.repeat(5000);
+    const { result, ms } = await timed(() => evaluate('$contains(text, /^(a+)+$/)', { text: `${text}!` }));
+    expect(result).toBe(false);
+    expect(ms).toBeLessThan(500);
+    await expect(evaluate('$match("ab12cd345", /[0-9]+/).match')).resolves.toEqual(['12', '345']);
+    await expect(evaluate('$replace("Hello World", /o/i, "0")')).resolves.toBe('Hell0 W0rld');
+    await expect(evaluate('$split("a1b22c", /[0-9]+/)')).resolves.toEqual(['a', 'b', 'c']);
+  });
+
+  it("stops at once when the caller aborts, with the caller's reason", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('canceled by the test')), 50);
+    await expect(evaluate('( $f := function($n){ $f($n + 1) }; $f(0) )', {}, 1000, controller.signal)).rejects.toThrow(
+      'canceled by the test',
+    );
+  });
+
+  it('does not count the wait for a free thread against the time limit', async () => {
+    const single = new ExpressionSandbox({ expressions: { threads: 1, heapMb: 128, timeLimitMs: 1000, inline: false } } as AppConfig);
+    try {
+      const busy = single.evaluate('( $f := function($n){ $f($n + 1) }; $f(0) )', {}, { timeoutMs: 600, maxOutputBytes: 100 });
+      const queued = Array.from({ length: 3 }, (_, i) => single.evaluate('$ + 1', i, { timeoutMs: 200, maxOutputBytes: 100 }));
+      await expect(busy).rejects.toMatchObject({ code: 'EXPRESSION_TIMEOUT' });
+      await expect(Promise.all(queued)).resolves.toEqual([1, 2, 3]);
+    } finally {
+      await single.onModuleDestroy();
+    }
+  });
+});

@@ -6,8 +6,8 @@ import evaluateInThisThread, { EvaluationAnswer, EvaluationTask, timeoutMessage 
 
 /** After its time is up, an evaluation that has not answered gets this long before its thread is killed. */
 const KILL_GRACE_MS = 100;
-/** How often a task still waiting for a thread is looked at again. */
-const QUEUED_RECHECK_MS = 20;
+/** How often evaluations in flight are checked against their time limit. */
+const WATCHDOG_INTERVAL_MS = 20;
 /** Evaluations waiting for a thread, beyond which callers are refused at once (an infrastructure failure). */
 const MAX_QUEUE = 10_000;
 
@@ -51,6 +51,7 @@ export class ExpressionSandbox implements OnModuleDestroy {
   private readonly timeLimitMs: number;
   /** EXPRESSION_SANDBOX=inline: evaluated on this thread, for the benchmarks' comparison only. */
   private readonly inline: boolean;
+  private readonly watchdog = new Watchdog(MAX_QUEUE + 64);
 
   constructor(config: AppConfig) {
     this.heapMb = config.expressions.heapMb;
@@ -81,15 +82,17 @@ export class ExpressionSandbox implements OnModuleDestroy {
     options.signal?.throwIfAborted();
     const task = { expression, input, bindings: options.bindings, timeoutMs, maxOutputBytes: options.maxOutputBytes };
     if (this.inline) return answered(await evaluateInThisThread(task));
-    const startedAt = new BigInt64Array(new SharedArrayBuffer(8));
-    const deadline = killAfter(startedAt, timeoutMs + KILL_GRACE_MS);
-    const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+    const watched = this.watchdog.watch(timeoutMs + KILL_GRACE_MS);
+    if (!watched) throw new Error('The expression sandbox is at its limit of evaluations in flight');
+    // The caller's abort is passed on by hand: AbortSignal.any costs more than a small evaluation.
+    const callerAborted = () => watched.abort();
+    options.signal?.addEventListener('abort', callerAborted, { once: true });
     let answer: EvaluationAnswer;
     try {
-      answer = await this.pool.run({ ...task, startedAt }, { signal });
+      answer = await this.pool.run({ ...task, clock: watched.clock, slot: watched.slot }, { signal: watched.signal });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
-      if (deadline.signal.aborted) {
+      if (watched.timedOut) {
         this.logger.warn(`An expression ran past ${timeoutMs} ms without yielding; its thread was stopped`);
         throw new ExpressionFailure('EXPRESSION_TIMEOUT', `${timeoutMessage(timeoutMs)}; its thread was stopped`);
       }
@@ -102,7 +105,8 @@ export class ExpressionSandbox implements OnModuleDestroy {
       }
       throw error;
     } finally {
-      deadline.clear();
+      options.signal?.removeEventListener('abort', callerAborted);
+      watched.release();
     }
     return answered(answer);
   }
@@ -118,18 +122,78 @@ function answered(answer: EvaluationAnswer): unknown {
 }
 
 /**
- * A signal that aborts `limitMs` after the thread took the task up (`startedAt`, written by
- * the thread): time spent waiting for a free thread, or for a new one to boot, does not count.
+ * Stops evaluations that run past their limit, counted from when a thread took them up: time
+ * spent waiting for a free thread, or for a new one to boot, does not count. Each evaluation
+ * in flight has a slot in one shared array where its thread writes when it started; one timer
+ * looks them over, instead of a timer per evaluation.
  */
-function killAfter(startedAt: BigInt64Array, limitMs: number): { signal: AbortSignal; clear: () => void } {
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout;
-  const check = () => {
-    const started = Number(Atomics.load(startedAt, 0));
-    const left = started ? started + limitMs - Date.now() : QUEUED_RECHECK_MS;
-    if (started && left <= 0) controller.abort();
-    else timer = setTimeout(check, left);
-  };
-  timer = setTimeout(check, limitMs);
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+class Watchdog {
+  private readonly started: BigInt64Array;
+  private readonly free: number[];
+  private readonly watched = new Map<number, Watched>();
+  private timer?: NodeJS.Timeout;
+
+  constructor(slots: number) {
+    this.started = new BigInt64Array(new SharedArrayBuffer(8 * slots));
+    this.free = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+  }
+
+  /** A slot for an evaluation that may run `limitMs` once started; null when every slot is taken. */
+  watch(limitMs: number): Watched | null {
+    const slot = this.free.pop();
+    if (slot === undefined) return null;
+    Atomics.store(this.started, slot, 0n);
+    const watched = new Watched(this.started, slot, limitMs, () => {
+      if (!this.watched.delete(slot)) return;
+      this.free.push(slot);
+      if (!this.watched.size) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    });
+    this.watched.set(slot, watched);
+    this.timer ??= setInterval(() => this.check(), WATCHDOG_INTERVAL_MS).unref();
+    return watched;
+  }
+
+  private check(): void {
+    const now = Date.now();
+    for (const [slot, watched] of this.watched) {
+      const started = Number(Atomics.load(this.started, slot));
+      if (started && now - started >= watched.limitMs) watched.expire();
+    }
+  }
+}
+
+/** One evaluation under the watchdog: its slot, and the signal that stops its thread. */
+class Watched {
+  private readonly controller = new AbortController();
+  private expired = false;
+
+  constructor(
+    readonly clock: BigInt64Array,
+    readonly slot: number,
+    readonly limitMs: number,
+    readonly release: () => void,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get timedOut(): boolean {
+    return this.expired;
+  }
+
+  /** Stops it for the caller (its own signal aborted). */
+  abort(): void {
+    this.controller.abort();
+  }
+
+  /** Stops it for running past its limit. */
+  expire(): void {
+    if (this.controller.signal.aborted) return;
+    this.expired = true;
+    this.controller.abort();
+  }
 }

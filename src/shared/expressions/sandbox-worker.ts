@@ -47,8 +47,12 @@ export interface EvaluationTask {
   /** JSONata's own bound, checked between nodes; the pool kills the thread a little later. */
   timeoutMs: number;
   maxOutputBytes: number;
-  /** Shared with the pool: the thread writes when it took the task up (ms since the epoch), so queueing does not count against the time limit. */
-  startedAt?: BigInt64Array;
+  /**
+   * Shared with the pool's watchdog: the thread writes `clock[slot]` when it takes the task up
+   * (ms since the epoch), so the time limit counts from there, not from when it was queued.
+   */
+  clock?: BigInt64Array;
+  slot?: number;
 }
 
 export type EvaluationAnswer =
@@ -68,7 +72,7 @@ const compiledCache = new LRUCache<string, jsonata.Expression>({ max: COMPILED_C
 
 /** Evaluates one task; never throws (a thread that dies is the pool's to report). */
 export default async function evaluate(task: EvaluationTask): Promise<EvaluationAnswer> {
-  if (task.startedAt) Atomics.store(task.startedAt, 0, BigInt(Date.now()));
+  if (task.clock && task.slot !== undefined) Atomics.store(task.clock, task.slot, BigInt(Date.now()));
   let expression: jsonata.Expression;
   try {
     expression = compiled(task.expression, task.timeoutMs);

@@ -2,9 +2,10 @@
  * Agent execution benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL
  * database per phase, executing a transform.jsonata agent.
  *
- *   1. synchronous execute (?wait=30) latency with 1 and with 20 concurrent clients, one APP_ROLE=all process,
- *      once with expressions evaluated inline (EXPRESSION_SANDBOX=inline, the way they ran before the
- *      sandbox) and once in the sandbox's worker threads (the default), side by side;
+ *   1. synchronous execute (?wait=30) latency with 1 and with 20 concurrent clients on two APP_ROLE=all
+ *      processes side by side, one evaluating expressions inline (EXPRESSION_SANDBOX=inline, the way
+ *      they ran before the sandbox) and one in the sandbox's worker threads (the default), with the
+ *      requests alternating between them;
  *   2. asynchronous throughput: M executions enqueued (?wait=0) on an APP_ROLE=api process, then
  *      drained by 1 and by 2 APP_ROLE=worker processes; executions/s is measured from the rows.
  *
@@ -40,6 +41,7 @@ import {
   randomCredentials,
   reportErrors,
   Row,
+  runInterleaved,
   runLoad,
   ScratchDatabases,
   serviceEnv,
@@ -65,6 +67,8 @@ const settings = {
 };
 
 const TARGETS = { syncP50Ms: 10, syncP99Ms: 50, asyncPerSecond: 1000 };
+/** Requests per turn when the sync load alternates between the two processes. */
+const SYNC_CHUNK = 50;
 
 /** Shared by every process of the run: tokens and encrypted secrets must be valid across them. */
 const credentials = randomCredentials();
@@ -107,27 +111,33 @@ async function enqueue(client: JsonClient, agentId: string): Promise<string | nu
 // ---------------------------------------------------------------------------------------------
 // Phases
 
-/** Phase 1: synchronous latency on one APP_ROLE=all process, expressions evaluated `sandbox`-style. */
-async function syncPhase(sandbox: 'inline' | 'threads'): Promise<Row[]> {
-  const databaseUrl = await databases.create(`sync_${sandbox}`);
-  log(`sync (${sandbox}): starting one APP_ROLE=all process`);
-  const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
-  const service = await services.start('service (all)', env, settings.readyTimeoutMs);
-  const { client, agentId } = await prepareAgent(service);
-  const call = () => executeAndWait(client, agentId);
-
-  log(`sync: warming up with ${settings.warmupRequests} requests`);
-  reportErrors('warm-up', await runLoad(settings.syncClients, settings.warmupRequests, call, interrupted.signal));
-  log(`sync: ${settings.syncRequests} requests, 1 client`);
-  const serial = await runLoad(1, settings.syncRequests, call, interrupted.signal);
-  log(`sync: ${settings.syncConcurrentRequests} requests, ${settings.syncClients} clients`);
-  const concurrent = await runLoad(settings.syncClients, settings.syncConcurrentRequests, call, interrupted.signal);
+/**
+ * Phase 1: synchronous latency on two APP_ROLE=all processes side by side, one evaluating
+ * expressions inline (as before the sandbox) and one in the sandbox's threads; requests
+ * alternate between them in chunks, so machine noise falls on both alike.
+ */
+async function syncPhase(): Promise<Row[]> {
+  const modes = ['inline', 'threads'] as const;
+  const calls: Record<string, () => Promise<string | null>> = {};
+  for (const sandbox of modes) {
+    const databaseUrl = await databases.create(`sync_${sandbox}`);
+    log(`sync: starting one APP_ROLE=all process with EXPRESSION_SANDBOX=${sandbox}`);
+    const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
+    const { client, agentId } = await prepareAgent(await services.start(`service (${sandbox})`, env, settings.readyTimeoutMs));
+    calls[sandbox] = () => executeAndWait(client, agentId);
+    log(`sync (${sandbox}): warming up with ${settings.warmupRequests} requests`);
+    reportErrors('warm-up', await runLoad(settings.syncClients, settings.warmupRequests, calls[sandbox], interrupted.signal));
+  }
+  log(`sync: ${settings.syncRequests} requests each, 1 client, interleaved`);
+  const serial = await runInterleaved(calls, 1, settings.syncRequests, SYNC_CHUNK, interrupted.signal);
+  log(`sync: ${settings.syncConcurrentRequests} requests each, ${settings.syncClients} clients, interleaved`);
+  const concurrent = await runInterleaved(calls, settings.syncClients, settings.syncConcurrentRequests, SYNC_CHUNK * 2, interrupted.signal);
 
   services.assertAlive();
   await services.stopAll();
   return [
-    loadRow(`sync execute ?wait=30, 1 client, ${sandbox}`, serial),
-    loadRow(`sync execute ?wait=30, ${settings.syncClients} clients, ${sandbox}`, concurrent),
+    ...modes.map((m) => loadRow(`sync execute ?wait=30, 1 client, ${m}`, serial[m])),
+    ...modes.map((m) => loadRow(`sync execute ?wait=30, ${settings.syncClients} clients, ${m}`, concurrent[m])),
   ];
 }
 
@@ -263,7 +273,7 @@ async function main(): Promise<void> {
   });
   try {
     const rows: Row[] = [];
-    for (const phase of [() => syncPhase('inline'), () => syncPhase('threads'), () => asyncPhase(1), () => asyncPhase(2)]) {
+    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
       if (interrupted.signal.aborted) throw new Error('interrupted');
       rows.push(...(await phase()));
     }

@@ -337,6 +337,32 @@ export async function runLoad(
   return result;
 }
 
+/**
+ * The same load against several targets, interleaved in chunks of `chunk` calls (A, B, A, B,
+ * ...), so that a noisy machine's slow and fast moments fall on every target alike.
+ */
+export async function runInterleaved(
+  calls: Record<string, () => Promise<string | null>>,
+  clients: number,
+  total: number,
+  chunk: number,
+  signal?: AbortSignal,
+): Promise<Record<string, LoadResult>> {
+  const results: Record<string, LoadResult> = {};
+  for (const name of Object.keys(calls)) results[name] = { latencies: [], errors: 0, errorSamples: [], elapsedMs: 0 };
+  for (let done = 0; done < total && !signal?.aborted; done += chunk) {
+    for (const [name, call] of Object.entries(calls)) {
+      const part = await runLoad(clients, Math.min(chunk, total - done), call, signal);
+      const into = results[name];
+      into.latencies.push(...part.latencies);
+      into.errors += part.errors;
+      into.errorSamples.push(...part.errorSamples.slice(0, 5 - into.errorSamples.length));
+      into.elapsedMs += part.elapsedMs;
+    }
+  }
+  return results;
+}
+
 export interface Summary {
   p50: number;
   p99: number;

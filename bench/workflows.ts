@@ -2,9 +2,9 @@
  * Workflow benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL database
  * per phase, running a 3-step workflow of transform.jsonata actions (a → b → c; {n: 5} → 13).
  *
- *   1. synchronous run (?wait=30) latency with 1 client, one APP_ROLE=all process, once with
- *      expressions evaluated inline (EXPRESSION_SANDBOX=inline, the way they ran before the sandbox)
- *      and once in the sandbox's worker threads (the default), side by side;
+ *   1. synchronous run (?wait=30) latency with 1 client on two APP_ROLE=all processes side by side,
+ *      one evaluating expressions inline (EXPRESSION_SANDBOX=inline, the way they ran before the
+ *      sandbox) and one in the sandbox's worker threads (the default), runs alternating between them;
  *   2. asynchronous throughput: M runs enqueued (?wait=0) on an APP_ROLE=api process, then
  *      drained by 1 and by 2 APP_ROLE=worker processes; runs/s is measured from the rows;
  *   3. run history paging at scale: runs bulk-inserted with SQL (nothing executes: APP_ROLE=api),
@@ -52,6 +52,7 @@ import {
   randomCredentials,
   reportErrors,
   Row,
+  runInterleaved,
   runLoad,
   ScratchDatabases,
   serviceEnv,
@@ -154,23 +155,29 @@ async function enqueue(client: JsonClient, workflowId: string): Promise<string |
 // ---------------------------------------------------------------------------------------------
 // Phases 1 and 2: execution
 
-/** Phase 1: synchronous latency at 1 client on one APP_ROLE=all process, expressions evaluated `sandbox`-style. */
-async function syncPhase(sandbox: 'inline' | 'threads'): Promise<Row[]> {
-  const databaseUrl = await databases.create(`sync_${sandbox}`);
-  log(`sync (${sandbox}): starting one APP_ROLE=all process`);
-  const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
-  const service = await services.start('service (all)', env, settings.readyTimeoutMs);
-  const { client, workflowId } = await prepareWorkflow(service);
-  const call = () => runAndWait(client, workflowId);
-
-  log(`sync: warming up with ${settings.warmupRequests} runs`);
-  reportErrors('warm-up', await runLoad(1, settings.warmupRequests, call, interrupted.signal));
-  log(`sync: ${settings.syncRequests} runs, 1 client`);
-  const serial = await runLoad(1, settings.syncRequests, call, interrupted.signal);
+/**
+ * Phase 1: synchronous latency at 1 client on two APP_ROLE=all processes side by side, one
+ * evaluating expressions inline (as before the sandbox) and one in the sandbox's threads; runs
+ * alternate between them in chunks, so machine noise falls on both alike.
+ */
+async function syncPhase(): Promise<Row[]> {
+  const modes = ['inline', 'threads'] as const;
+  const calls: Record<string, () => Promise<string | null>> = {};
+  for (const sandbox of modes) {
+    const databaseUrl = await databases.create(`sync_${sandbox}`);
+    log(`sync: starting one APP_ROLE=all process with EXPRESSION_SANDBOX=${sandbox}`);
+    const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
+    const { client, workflowId } = await prepareWorkflow(await services.start(`service (${sandbox})`, env, settings.readyTimeoutMs));
+    calls[sandbox] = () => runAndWait(client, workflowId);
+    log(`sync (${sandbox}): warming up with ${settings.warmupRequests} runs`);
+    reportErrors('warm-up', await runLoad(1, settings.warmupRequests, calls[sandbox], interrupted.signal));
+  }
+  log(`sync: ${settings.syncRequests} runs each, 1 client, interleaved`);
+  const serial = await runInterleaved(calls, 1, settings.syncRequests, 50, interrupted.signal);
 
   services.assertAlive();
   await services.stopAll();
-  return [loadRow(`sync run ?wait=30, 1 client, ${sandbox}`, serial)];
+  return modes.map((m) => loadRow(`sync run ?wait=30, 1 client, ${m}`, serial[m]));
 }
 
 /** Phase 2: M runs queued on an API-only process, then drained by `workers` worker processes. */
@@ -565,7 +572,7 @@ async function main(): Promise<void> {
   });
   try {
     const rows: Row[] = [];
-    for (const phase of [() => syncPhase('inline'), () => syncPhase('threads'), () => asyncPhase(1), () => asyncPhase(2)]) {
+    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
       if (interrupted.signal.aborted) throw new Error('interrupted');
       rows.push(...(await phase()));
     }

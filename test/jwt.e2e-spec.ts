@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createTestApp, PASSWORD, TestApp, TestOrg } from './support/test-app';
 
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
@@ -18,7 +18,7 @@ describe('access tokens', () => {
   beforeAll(async () => {
     t = await createTestApp();
     org = await t.newOrg();
-    claims = { sub: org.admin.id, org: org.id, role: 'admin', iss: 'platform', aud: 'platform-api', jti: 'j1' };
+    claims = { sub: org.admin.id, org: org.id, role: 'admin', ver: 0, iss: 'platform', aud: 'platform-api', jti: 'j1' };
   });
   afterAll(() => t.close());
 
@@ -90,10 +90,17 @@ describe('access tokens', () => {
     expectUnauthorized(await me(user.token));
   });
 
-  it('applies a demotion to the next request', async () => {
+  it('ends the tokens of a demoted user at the next request; a new sign-in has the new role', async () => {
     const user = await t.addUser(org.id, 'admin');
     expect((await t.http().get('/api/users').set(bearer(user))).status).toBe(200);
     await t.http().patch(`/api/users/${user.id}`).set(bearer(org.admin)).send({ role: 'viewer' }).expect(200);
-    expect((await t.http().get('/api/users').set(bearer(user))).status).toBe(403);
+    expectUnauthorized(await t.http().get('/api/users').set(bearer(user)));
+    const again = await t.http().post('/api/auth/login').send({ email: user.email, password: PASSWORD });
+    expect((await t.http().get('/api/users').set(bearer(again.body))).status).toBe(403);
+  });
+
+  it('refuses a token without the credentials version', async () => {
+    const { ver: _ver, ...withoutVersion } = claims;
+    expectUnauthorized(await me(sign({ alg: 'HS256', typ: 'JWT' }, { ...withoutVersion, iat: now(), exp: now() + 60 }, secret)));
   });
 });

@@ -433,6 +433,14 @@ describe('SAML SSO', () => {
       await expectRefused(org, samlResponseXml(userResponse(org, login, email, ['admins'])), []);
       expect(await userByEmail(email)).toMatchObject({ disabled: true, role: 'member' });
     });
+
+    it("never signs in an operator account, even when the operator's own organization asserts it", async () => {
+      const org = await samlOrg();
+      const operator = await t.addUser(org.id, 'admin', { isOperator: true });
+      const login = await startLogin(org);
+      await expectRefused(org, samlResponseXml(userResponse(org, login, operator.email, ['admins'])), []);
+      expect(await userByEmail(operator.email)).toMatchObject({ is_operator: true, role: 'admin', disabled: false });
+    });
   });
 
   describe('refuses responses that are not valid', () => {

@@ -9,8 +9,8 @@ import { AccessTokens } from '../application/access-tokens';
 
 /**
  * Global: every route needs a valid bearer token unless marked @Public(). The user is read
- * on each request, so a disabled or deleted user's tokens stop working at once and a role
- * change applies to the next request.
+ * on each request, so a disabled or deleted user's tokens stop working at once, and a token
+ * issued before the user's last password, role or status change (or logout) is refused.
  */
 @Injectable()
 export class JwtAuthGuard implements CanActivate {
@@ -27,7 +27,7 @@ export class JwtAuthGuard implements CanActivate {
     if (scheme?.toLowerCase() !== 'bearer' || !token) throw new DomainError('UNAUTHORIZED', 'A bearer token is required');
     const claims = await this.tokens.verify(token);
     const user = await this.users.findById(claims.org, claims.sub);
-    if (!user?.canSignIn) throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
+    if (!user?.canSignIn || user.credentialsVersion !== claims.ver) throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
     request.principal = {
       userId: user.id,
       organizationId: user.organizationId,

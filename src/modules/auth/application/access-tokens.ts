@@ -9,6 +9,8 @@ export interface AccessClaims {
   org: string;
   role: Role;
   jti: string;
+  /** The user's credentials version when issued. */
+  ver: number;
   iat: number;
   exp: number;
 }
@@ -21,8 +23,11 @@ export interface AccessClaims {
 export class AccessTokens {
   constructor(private readonly jwt: JwtService) {}
 
-  sign(user: { id: string; organizationId: string; role: Role }): Promise<string> {
-    return this.jwt.signAsync({ org: user.organizationId, role: user.role }, { subject: user.id, jwtid: randomUUID() });
+  sign(user: { id: string; organizationId: string; role: Role; credentialsVersion: number }): Promise<string> {
+    return this.jwt.signAsync(
+      { org: user.organizationId, role: user.role, ver: user.credentialsVersion },
+      { subject: user.id, jwtid: randomUUID() },
+    );
   }
 
   async verify(token: string): Promise<AccessClaims> {
@@ -33,7 +38,12 @@ export class AccessTokens {
       if ((error as Error).name === 'TokenExpiredError') throw new DomainError('TOKEN_EXPIRED', 'The access token has expired');
       throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
     }
-    if (typeof claims.exp !== 'number' || typeof claims.sub !== 'string' || typeof claims.org !== 'string') {
+    if (
+      typeof claims.exp !== 'number' ||
+      typeof claims.sub !== 'string' ||
+      typeof claims.org !== 'string' ||
+      typeof claims.ver !== 'number'
+    ) {
       throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
     }
     return claims as AccessClaims;

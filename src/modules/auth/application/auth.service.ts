@@ -72,14 +72,25 @@ export class AuthService {
     }
     if (!record.isActive()) return null;
     const user = await this.users.findById(record.props.organizationId, record.props.userId);
-    if (!user?.canSignIn) return null;
+    if (!user?.canSignIn || user.credentialsVersion !== record.props.credentialsVersion) return null;
     return this.issue(user, record.props.familyId);
   }
 
-  /** Ends the session the refresh token belongs to (its whole family). */
+  /**
+   * Ends the session the refresh token belongs to (its whole family) and the access token it
+   * was called with. Access tokens are not tied to a session, so every access token of the
+   * user ends with it; the user's other sessions get new ones through their refresh tokens.
+   */
+  @Transactional()
   async logout(caller: Principal, token: string): Promise<void> {
     const record = await this.refreshTokens.findByHash(RefreshToken.hash(token));
     if (record && record.props.userId === caller.userId) await this.refreshTokens.revokeFamily(record.props.familyId);
+    const user = await this.users.findById(caller.organizationId, caller.userId);
+    if (!user) return;
+    user.endSessions();
+    await this.users.update(user);
+    // The other sessions' refresh tokens carry the old version: move them along, so only this session ends.
+    await this.refreshTokens.moveToVersion(user.id, user.credentialsVersion, record?.props.familyId);
   }
 
   async me(caller: Principal): Promise<{ user: User; organization: Organization }> {
@@ -93,6 +104,7 @@ export class AuthService {
       userId: user.id,
       organizationId: user.organizationId,
       familyId,
+      credentialsVersion: user.credentialsVersion,
       ttlSeconds: this.config.jwt.refreshTtlSeconds,
     });
     await this.refreshTokens.insert(record);

@@ -5,6 +5,8 @@ export interface RefreshTokenProps {
   userId: string;
   organizationId: string;
   familyId: string;
+  /** The user's credentials version when issued: a later password, role or status change refuses it. */
+  credentialsVersion: number;
   tokenHash: string;
   expiresAt: Date;
   usedAt: Date | null;
@@ -19,7 +21,7 @@ export interface RefreshTokenProps {
 export class RefreshToken {
   private constructor(readonly props: Readonly<RefreshTokenProps>) {}
 
-  static issue(input: { userId: string; organizationId: string; familyId?: string; ttlSeconds: number }): {
+  static issue(input: { userId: string; organizationId: string; familyId?: string; credentialsVersion: number; ttlSeconds: number }): {
     token: string;
     record: RefreshToken;
   } {
@@ -30,6 +32,7 @@ export class RefreshToken {
       userId: input.userId,
       organizationId: input.organizationId,
       familyId: input.familyId ?? randomUUID(),
+      credentialsVersion: input.credentialsVersion,
       tokenHash: RefreshToken.hash(token),
       expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000),
       usedAt: null,

@@ -11,6 +11,7 @@ export class RefreshTokenRow {
   @ManyToOne(() => UserRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: UserRow;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
   @Column('uuid', { name: 'family_id' }) familyId!: string;
+  @Column('integer', { name: 'credentials_version', default: 0 }) credentialsVersion!: number;
   @Column('char', { name: 'token_hash', length: 64 }) tokenHash!: string;
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
   @Column('timestamp with time zone', { name: 'used_at', precision: 3, nullable: true }) usedAt!: Date | null;

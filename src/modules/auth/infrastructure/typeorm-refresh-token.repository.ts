@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { IsNull } from 'typeorm';
+import { IsNull, Not } from 'typeorm';
 import { RefreshToken } from '../domain/refresh-token';
 import { RefreshTokenRepository } from '../domain/refresh-token.repository';
 import { RefreshTokenRow } from './refresh-token.orm-entity';
@@ -28,6 +28,13 @@ export class TypeOrmRefreshTokenRepository extends RefreshTokenRepository {
   async markUsed(id: string): Promise<boolean> {
     const result = await this.rows.update({ id, usedAt: IsNull(), revokedAt: IsNull() }, { usedAt: new Date() });
     return (result.affected ?? 0) === 1;
+  }
+
+  async moveToVersion(userId: string, version: number, exceptFamily?: string): Promise<void> {
+    await this.rows.update(
+      { userId, revokedAt: IsNull(), usedAt: IsNull(), ...(exceptFamily ? { familyId: Not(exceptFamily) } : {}) },
+      { credentialsVersion: version },
+    );
   }
 
   async revokeFamily(familyId: string): Promise<void> {

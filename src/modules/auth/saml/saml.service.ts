@@ -176,10 +176,15 @@ export class SamlService implements OnApplicationBootstrap {
     };
 
     const existing = await this.users.findByEmail(email);
-    // One answer for both, so an IdP of one organization cannot probe the accounts of another.
-    if (existing && (existing.organizationId !== organization.id || !existing.canSignIn)) {
+    // One answer for all, so an IdP of one organization cannot probe the accounts of another.
+    // Operators sign in with their password only: an organization's IdP must not assert one.
+    if (existing && (existing.organizationId !== organization.id || !existing.canSignIn || existing.isOperator)) {
       const reason =
-        existing.organizationId !== organization.id ? 'the account belongs to another organization' : 'the account is disabled';
+        existing.organizationId !== organization.id
+          ? 'the account belongs to another organization'
+          : existing.isOperator
+            ? 'the account is an instance operator, who signs in with a password only'
+            : 'the account is disabled';
       this.logger.warn({ msg: 'SAML sign-in refused', organization: slug, reason });
       throw samlInvalid('This account cannot sign in here');
     }

@@ -57,6 +57,7 @@ export class UsersService {
   @Transactional()
   async update(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
     const user = await this.require(caller.organizationId, id);
+    assertMayManage(caller, user);
     if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
       throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
     }
@@ -77,6 +78,7 @@ export class UsersService {
 
   async delete(caller: Principal, id: string): Promise<void> {
     if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
+    assertMayManage(caller, await this.require(caller.organizationId, id));
     if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
   }
 
@@ -84,6 +86,13 @@ export class UsersService {
     const user = await this.users.findById(organizationId, id);
     if (!user) throw notFound(id);
     return user;
+  }
+}
+
+/** An operator account is changed, disabled or deleted by operators only: an organization's admins cannot take it over. */
+function assertMayManage(caller: Principal, user: User): void {
+  if (user.isOperator && !caller.isOperator) {
+    throw new DomainError('FORBIDDEN', 'Only instance operators may change, disable or delete an operator account');
   }
 }
 

@@ -12,6 +12,11 @@ export interface UserProps {
   role: Role;
   disabled: boolean;
   isOperator: boolean;
+  /**
+   * Raised by every change that must end the user's sessions (password, role, disable, logout):
+   * access and refresh tokens carry the version they were issued at, and an older one is refused.
+   */
+  credentialsVersion: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -40,6 +45,7 @@ export class User {
       role: input.role,
       disabled: false,
       isOperator: input.isOperator ?? false,
+      credentialsVersion: 0,
       createdAt: now,
       updatedAt: now,
     });
@@ -74,6 +80,9 @@ export class User {
   get isOperator() {
     return this.props.isOperator;
   }
+  get credentialsVersion() {
+    return this.props.credentialsVersion;
+  }
   get createdAt() {
     return this.props.createdAt;
   }
@@ -92,8 +101,19 @@ export class User {
     return this.props.lastName;
   }
 
+  /** A new password, a role change or disabling ends every session of the user. */
   change(patch: { role?: Role; disabled?: boolean; passwordHash?: string; firstName?: string | null; lastName?: string | null }): void {
+    const endsSessions =
+      patch.passwordHash !== undefined ||
+      (patch.role !== undefined && patch.role !== this.props.role) ||
+      (patch.disabled !== undefined && patch.disabled !== this.props.disabled);
     this.props = { ...this.props, ...definedOnly(patch), updatedAt: new Date() };
+    if (endsSessions) this.endSessions();
+  }
+
+  /** Every access and refresh token issued so far stops working. */
+  endSessions(): void {
+    this.props = { ...this.props, credentialsVersion: this.props.credentialsVersion + 1, updatedAt: new Date() };
   }
 
   toProps(): UserProps {

@@ -7,15 +7,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigError, parseEnvironment } from './config/environment';
 
 async function bootstrap(): Promise<void> {
-  try {
-    parseEnvironment(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  parseEnvironment(process.env);
   const app = configureApp(await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true }));
   const config = app.get(AppConfig);
   // Nest's shutdown hooks stop accepting connections, let in-flight requests finish and close
@@ -26,4 +18,10 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.http.port, config.http.host);
 }
 
-void bootstrap();
+// A configuration error, at parse time or found at boot (a LICENSE_KEY that does not verify):
+// one line naming the variable and the reason, and exit 1.
+bootstrap().catch((error: unknown) => {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+});

@@ -58,9 +58,38 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
           ]),
         );
       }
+      const nul = req.body !== undefined ? nulCharacterAt(req.body) : null;
+      if (nul !== null) {
+        return next(
+          new DomainError('VALIDATION_FAILED', 'The JSON body holds a NUL character (\\u0000), which no field accepts', [
+            { path: nul, message: `${nul || 'the body'} must not contain a NUL character` },
+          ]),
+        );
+      }
       next();
     },
   ];
+}
+
+/**
+ * The dotted path of the first string or key holding a NUL character, or null: Postgres
+ * refuses NUL in text and JSONB, so such a body would otherwise end as a 500.
+ */
+export function nulCharacterAt(value: unknown): string | null {
+  const stack: Array<[unknown, string]> = [[value, '']];
+  while (stack.length) {
+    const [node, path] = stack.pop()!;
+    if (typeof node === 'string') {
+      if (node.includes('\u0000')) return path;
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, child] of Object.entries(node)) {
+        const at = path ? `${path}.${key}` : key;
+        if (key.includes('\u0000')) return path || '(a key)';
+        stack.push([child, at]);
+      }
+    }
+  }
+  return null;
 }
 
 /** Iterative, so a hostile body cannot overflow the stack here either. */

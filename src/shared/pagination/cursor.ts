@@ -1,4 +1,5 @@
 import { DomainError } from '../errors/domain-error';
+import { UUID } from '../http/uuid-param.pipe';
 
 export interface Page<T> {
   data: T[];
@@ -22,9 +23,12 @@ export function encodeCursor(position: KeysetPosition): string {
 
 export function decodeCursor(cursor: string): KeysetPosition {
   try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof createdAt !== 'string' || typeof id !== 'string' || !UUID.test(id)) throw new Error('bad cursor');
     const date = new Date(createdAt);
-    if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id) || Number.isNaN(date.getTime())) throw new Error('bad cursor');
+    // Only what a page could have written: a real time the database can compare with.
+    const year = date.getUTCFullYear();
+    if (Number.isNaN(date.getTime()) || year < 1970 || year > 9999) throw new Error('bad cursor');
     return { createdAt: date, id };
   } catch {
     throw new DomainError('VALIDATION_FAILED', 'The cursor is not valid', [

@@ -7,6 +7,7 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { InstalledLicense, LicenseClaims, LicenseState } from '../domain/license';
 import { LicenseRow } from '../infrastructure/license.orm-entity';
 import { LicenseVerifier } from './license-verifier';
+import { ConfigError } from '../../../config/environment';
 
 /** Signal topic: the license was installed or removed (cached limits re-read it). */
 export const LICENSE_CHANGED = 'license.changed';
@@ -42,7 +43,14 @@ export class LicensingService {
     if (!key) return;
     const current = await this.load();
     if (current?.key === key) return;
-    const claims = await this.install(key, null);
+    let claims: LicenseClaims;
+    try {
+      claims = await this.install(key, null);
+    } catch (error) {
+      // A configuration error like any other: one line naming the variable, and exit 1.
+      if (error instanceof DomainError) throw new ConfigError(`LICENSE_KEY is not a license this installation accepts: ${error.message}`);
+      throw error;
+    }
     this.logger.log(`License from LICENSE_KEY installed: ${claims.sub}, ${claims.tier}, ${claims.seats} seats`);
   }
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsEmail, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { IsDefined, IsEmail, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
 
 export class OrganizationAdminRequest {
@@ -33,6 +33,8 @@ export class CreateOrganizationRequest {
   tier!: Tier;
 
   @ApiProperty({ type: OrganizationAdminRequest })
+  @IsDefined({ message: 'admin is required' })
+  @IsObject({ message: 'admin must be an object with email and password' })
   @ValidateNested()
   @Type(() => OrganizationAdminRequest)
   admin!: OrganizationAdminRequest;

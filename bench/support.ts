@@ -123,6 +123,8 @@ export interface Credentials {
   SECRETS_KEY: string;
   ADMIN_EMAIL: string;
   ADMIN_PASSWORD: string;
+  /** What GET /metrics requires as its bearer token. */
+  METRICS_TOKEN: string;
 }
 
 export function randomCredentials(): Credentials {
@@ -131,6 +133,7 @@ export function randomCredentials(): Credentials {
     SECRETS_KEY: randomBytes(32).toString('hex'),
     ADMIN_EMAIL: 'bench@platform.local',
     ADMIN_PASSWORD: randomBytes(16).toString('hex'),
+    METRICS_TOKEN: randomBytes(24).toString('hex'),
   };
 }
 

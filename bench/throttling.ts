@@ -198,7 +198,7 @@ async function countedHits(client: JsonClient): Promise<number> {
 
 /** rate_limit_storage_errors_total from /metrics: requests that passed uncounted because Redis failed. */
 async function storageFailures(service: JsonClient): Promise<number> {
-  const res = await service.request('GET', '/metrics');
+  const res = await service.withToken(credentials.METRICS_TOKEN).request('GET', '/metrics');
   const match = /^rate_limit_storage_errors_total(?:\{[^}]*\})? (\S+)$/m.exec(typeof res.body === 'string' ? res.body : '');
   if (res.status !== 200 || !match) throw unexpected('GET /metrics (rate_limit_storage_errors_total)', res.status, res.body);
   return Number(match[1]);

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { startLoopbackServer, LoopbackServer, RecordedRequest } from '../src/modules/plugins/catalog/test-support/loopback-server';
 import { JobReconciler } from '../src/queue/job-reconciler';
 import { executionsWithoutLiveJob, install, registerAgent, settled } from './support/agents';
-import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createTestApp, scrapeMetrics, TestApp, TestOrg } from './support/test-app';
 
 const UPPERCASE = { kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
 
@@ -484,7 +484,7 @@ describe('agents', () => {
       await install(t, org, 'transform');
       const id = await registerAgent(t, org, UPPERCASE);
       await execute(id, { input: { text: 'm' } }).expect(200);
-      const res = await t.http().get('/metrics');
+      const res = await scrapeMetrics(t);
       expect(res.text).toMatch(/agent_executions_total\{kind="transform.jsonata",status="succeeded"\} \d+/);
       expect(res.text).toMatch(/agent_executions_total\{kind="transform.jsonata",status="queued"\} \d+/);
       expect(res.text).toMatch(/agent_execution_duration_seconds_bucket\{le="0.5",kind="transform.jsonata",status="succeeded"\} \d+/);

@@ -1,4 +1,4 @@
-import { bearer, createTestApp, TestApp } from './support/test-app';
+import { bearer, createTestApp, scrapeMetrics, TestApp } from './support/test-app';
 
 describe('operations', () => {
   let t: TestApp;
@@ -33,12 +33,30 @@ describe('operations', () => {
     const org = await t.newOrg();
     await t.http().get(`/api/users/${org.member.id}`).set(bearer(org.admin)).expect(200);
     await t.http().get('/api/no-such-route').expect(404);
-    const res = await t.http().get('/metrics');
+    const res = await scrapeMetrics(t);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
     expect(res.text).toMatch(/http_requests_total\{method="GET",route="\/api\/users\/:id",status="200"\} \d+/);
     expect(res.text).toMatch(/http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/);
     expect(res.text).toMatch(/http_request_duration_seconds_bucket\{le="0.05",method="GET",route="\/api\/users\/:id",status="200"\} \d+/);
+  });
+
+  it('serves /metrics only with the METRICS_TOKEN, and not at all without one', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-of-some-length', `Basic ${process.env.METRICS_TOKEN}`]) {
+      const req = t.http().get('/metrics');
+      const res = await (authorization ? req.set('Authorization', authorization) : req);
+      expect(res.status).toBe(401);
+      expect(res.body.error).toMatchObject({ code: 'UNAUTHORIZED', status: 401 });
+      expect(res.text).not.toContain('http_requests_total');
+    }
+    const off = await createTestApp({ env: { METRICS_TOKEN: undefined } });
+    try {
+      const res = await off.http().get('/metrics');
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+    } finally {
+      await off.close();
+    }
   });
 
   it('serves the OpenAPI document with every route and the error envelope', async () => {

@@ -27,6 +27,8 @@ export class AppConfig {
   readonly logLevel: string;
   /** AES-256-GCM key for secrets at rest. */
   readonly secretsKey: Buffer;
+  /** METRICS_TOKEN: the bearer token /metrics requires; unset, /metrics is off. */
+  readonly metricsToken?: string;
   /** OUTBOUND_ALLOWLIST: hosts and CIDRs the SSRF guard lets through. */
   readonly outboundAllowList: string;
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
@@ -77,6 +79,7 @@ export class AppConfig {
     const secretsKey = env.SECRETS_KEY ?? persistedSecret(dataDir, 'secrets-key', () => randomBytes(32).toString('hex'));
     this.secretsKey = Buffer.from(secretsKey, /^[0-9a-fA-F]{64}$/.test(secretsKey) ? 'hex' : 'base64');
     this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
+    this.metricsToken = env.METRICS_TOKEN;
     this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
     this.licenseKey = env.LICENSE_KEY;
     this.rateLimitEnabled = env.RATE_LIMIT_ENABLED;

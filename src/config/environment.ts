@@ -48,6 +48,12 @@ export class Environment {
   @IsString()
   OUTBOUND_ALLOWLIST = '';
 
+  /** The bearer token Prometheus sends to GET /metrics; unset, /metrics answers 404. */
+  @IsOptional()
+  @IsString()
+  @MinLength(16, { message: 'METRICS_TOKEN must be at least 16 characters' })
+  METRICS_TOKEN?: string;
+
   @IsString()
   JWT_ISSUER = 'platform';
 

@@ -1,7 +1,7 @@
 import type { Response } from 'supertest';
 import { burst, statuses } from '../support/bursts';
 import { startTcpProxy } from '../support/tcp-proxy';
-import { bearer, createTestApp } from '../support/test-app';
+import { bearer, createTestApp, scrapeMetrics } from '../support/test-app';
 
 /**
  * Tier rate limits counted in a real Redis: two instances share one budget, and a Redis that
@@ -37,7 +37,7 @@ describe('tier rate limits (Redis storage)', () => {
       proxy.cut();
       const during = await burst(() => t.http().get('/api/plugins').set(bearer(org.member)), 20);
       expect(statuses(during)).toEqual({ ok: 20, limited: 0 });
-      const metrics = await t.http().get('/metrics');
+      const metrics = await scrapeMetrics(t);
       expect(Number(/rate_limit_storage_errors_total (\d+)/.exec(metrics.text)?.[1])).toBeGreaterThanOrEqual(20);
     } finally {
       proxy.restore();

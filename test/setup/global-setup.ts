@@ -13,6 +13,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.JWT_SECRET ??= randomBytes(32).toString('hex');
   process.env.LOG_LEVEL ??= 'silent';
   process.env.DATA_DIR ??= `/tmp/platform-test-${process.pid}`;
+  process.env.METRICS_TOKEN ??= randomBytes(24).toString('hex');
   // A throwaway vendor key and an enterprise license with room to spare: every test app boots
   // licensed; the license specs issue their own licenses with TEST_LICENSE_PRIVATE_KEY.
   const vendor = generateLicenseKeyPair();

@@ -88,3 +88,7 @@ export async function createTestApp(options: { env?: Record<string, string | und
 export const bearer = (user: { token: string } | { accessToken: string }) => ({
   Authorization: `Bearer ${'token' in user ? user.token : user.accessToken}`,
 });
+
+/** GET /metrics with the token the test setup configured. */
+export const scrapeMetrics = (t: Pick<TestApp, 'http'>) =>
+  t.http().get('/metrics').set('Authorization', `Bearer ${process.env.METRICS_TOKEN}`);

@@ -1,10 +1,14 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Controller, Get, Headers, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { Public } from '../../shared/auth/access.decorators';
 import { ApiPublicErrors } from '../../shared/http/api-errors.decorator';
 import { JobQueue } from '../../queue/job-queue';
+import { AppConfig } from '../../config/app-config';
+import { DomainError } from '../../shared/errors/domain-error';
+import type { Response } from 'express';
 import { Metrics } from './metrics';
 
 const READY_TIMEOUT_MS = 2000;
@@ -19,6 +23,7 @@ export class OperationsController {
     private readonly dataSource: DataSource,
     private readonly metrics: Metrics,
     private readonly queue: JobQueue,
+    private readonly config: AppConfig,
   ) {}
 
   @Get('health/live')
@@ -35,10 +40,15 @@ export class OperationsController {
     return this.health.check([() => this.database(), () => this.jobQueue()]);
   }
 
+  /** Off (404) unless METRICS_TOKEN is set; then only with `Authorization: Bearer <METRICS_TOKEN>`. */
   @Get('metrics')
-  @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiExcludeEndpoint()
-  scrape(): Promise<string> {
+  scrape(@Headers('authorization') authorization: string | undefined, @Res({ passthrough: true }) res: Response): Promise<string> {
+    const token = this.config.metricsToken;
+    if (!token) throw new DomainError('NOT_FOUND', 'No route GET /metrics (set METRICS_TOKEN to serve it)');
+    if (!sameSecret(authorization ?? '', `Bearer ${token}`)) throw new DomainError('UNAUTHORIZED', 'The metrics token is missing or wrong');
+    // Set here, not by @Header: an error must keep its JSON content type.
+    res.setHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8');
     return this.metrics.registry.metrics();
   }
 
@@ -59,4 +69,10 @@ export class OperationsController {
       return indicator.down({ message: 'database unreachable' });
     }
   }
+}
+
+/** Compares in constant time (over digests, so lengths do not show either). */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }

@@ -143,3 +143,34 @@ describe('login limit per client IP', () => {
     }
   });
 });
+
+describe('login limit per client IP behind a proxy (TRUST_PROXY=1)', () => {
+  let proxied: TestApp;
+  beforeAll(async () => {
+    proxied = await createTestApp({ env: { TRUST_PROXY: '1', LOGIN_LIMIT_PER_IP: '30' } });
+  });
+  afterAll(() => proxied.close());
+
+  const attempt = (forwardedFor: string, i: number) =>
+    proxied
+      .http()
+      .post('/api/auth/login')
+      .set('X-Forwarded-For', forwardedFor)
+      .send({ email: `proxied-${i}-${Date.now()}@test.example`, password: 'whatever' });
+
+  it('counts the address the proxy appended, whatever the client forged before it: the 31st try is refused', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await attempt(`10.${i}.${i}.${i}, 203.0.113.9`, i)).status);
+    expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
+    expect(statuses[30]).toBe(429);
+    // Another client behind the same proxy is not affected.
+    expect((await attempt('198.51.100.1', 99)).status).toBe(401);
+  });
+
+  it('counts an IPv6 client by its /64', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await attempt(`2001:db8:aa:bb::${(i + 1).toString(16)}`, 100 + i)).status);
+    expect(statuses[29]).toBe(401);
+    expect(statuses[30]).toBe(429);
+  });
+});

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Role } from '../shared/auth/principal';
-import { Environment, parseEnvironment } from './environment';
+import { Environment, parseEnvironment, parseTrustProxy } from './environment';
 
 export type AppRole = 'api' | 'worker' | 'all';
 
@@ -13,7 +13,7 @@ export type AppRole = 'api' | 'worker' | 'all';
  */
 export class AppConfig {
   readonly production: boolean;
-  readonly http: { port: number; host: string; trustProxy: boolean; bodyLimitBytes: number; shutdownGraceMs: number };
+  readonly http: { port: number; host: string; trustProxy: false | number | string[]; bodyLimitBytes: number; shutdownGraceMs: number };
   readonly role: AppRole;
   /** Job-fetching loops per worker process; each takes a batch of jobs at a time. */
   readonly workerConcurrency: number;
@@ -47,7 +47,7 @@ export class AppConfig {
     this.http = {
       port: env.PORT,
       host: env.HOST,
-      trustProxy: env.TRUST_PROXY,
+      trustProxy: parseTrustProxy(env.TRUST_PROXY),
       bodyLimitBytes: 1024 * 1024,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     };

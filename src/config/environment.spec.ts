@@ -1,4 +1,4 @@
-import { ConfigError, parseEnvironment } from './environment';
+import { ConfigError, parseEnvironment, parseTrustProxy } from './environment';
 
 const SECRET = 'x'.repeat(32);
 
@@ -38,6 +38,17 @@ describe('parseEnvironment', () => {
   });
 
   it('reads booleans and numbers', () => {
-    expect(parseEnvironment({ TRUST_PROXY: 'true', PORT: '8080' })).toMatchObject({ TRUST_PROXY: true, PORT: 8080 });
+    expect(parseEnvironment({ SAML_ENFORCED: 'true', PORT: '8080' })).toMatchObject({ SAML_ENFORCED: true, PORT: 8080 });
+  });
+
+  it('takes TRUST_PROXY as a hop count or addresses, and refuses true with the way out', () => {
+    expect(parseTrustProxy('1')).toBe(1);
+    expect(parseTrustProxy('false')).toBe(false);
+    expect(parseTrustProxy('10.0.0.5, 172.16.0.0/12,loopback')).toEqual(['10.0.0.5', '172.16.0.0/12', 'loopback']);
+    expect(() => parseEnvironment({ TRUST_PROXY: '10.0.0.0/8,fd00::/8' })).not.toThrow();
+    expect(() => parseEnvironment({ TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY=true is no longer accepted.*TRUST_PROXY=1/);
+    expect(() => parseEnvironment({ TRUST_PROXY: '10.0.0.0/33,proxy.local' })).toThrow(
+      /not a hop count, address or CIDR: 10.0.0.0\/33, proxy.local/,
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 
@@ -92,8 +93,13 @@ export class Environment {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
-  @Transform(({ value }) => value === true || value === 'true' || value === '1')
-  TRUST_PROXY = false;
+  /**
+   * Which peers are proxies whose X-Forwarded-For is believed: `false` (none), a hop count
+   * (`1`: the one proxy in front), or a comma-separated list of their addresses and CIDRs
+   * (and Express's `loopback`, `linklocal`, `uniquelocal`). See trustProxyProblem.
+   */
+  @IsString()
+  TRUST_PROXY = 'false';
 
   @IsInt()
   @Min(0)
@@ -212,6 +218,8 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
     if (parsed.EXPRESSION_SANDBOX === 'inline')
       problems.push('EXPRESSION_SANDBOX=inline (for benchmarks) is refused when NODE_ENV=production');
   }
+  const trustProblem = trustProxyProblem(String(parsed.TRUST_PROXY));
+  if (trustProblem) problems.push(trustProblem);
   const samlVars = [parsed.SAML_IDP_ENTITY_ID, parsed.SAML_IDP_SSO_URL, parsed.SAML_IDP_CERTIFICATE];
   if (samlVars.some(Boolean) && !samlVars.every(Boolean)) {
     problems.push('SAML_IDP_ENTITY_ID, SAML_IDP_SSO_URL and SAML_IDP_CERTIFICATE go together: set all three or none');
@@ -221,4 +229,38 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   }
   if (problems.length) throw new ConfigError(`Invalid configuration:\n  - ${[...new Set(problems)].join('\n  - ')}`);
   return parsed;
+}
+
+const TRUST_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY as Express takes it: false, a hop count, or the proxies' addresses. `true`
+ * (every hop) is refused: it lets any client choose its own address with X-Forwarded-For.
+ */
+export function parseTrustProxy(value: string): false | number | string[] {
+  const text = value.trim().toLowerCase();
+  if (text === '' || text === 'false' || text === '0') return false;
+  if (/^\d+$/.test(text)) return Number(text);
+  return text.split(',').map((entry) => entry.trim());
+}
+
+function trustProxyProblem(value: string): string | null {
+  if (value.trim().toLowerCase() === 'true') {
+    return (
+      'TRUST_PROXY=true is no longer accepted: it believes every X-Forwarded-For entry, so any client picks its own address. ' +
+      'Set the number of proxies in front of the service (TRUST_PROXY=1) or their addresses (TRUST_PROXY=10.0.0.5,172.16.0.0/12)'
+    );
+  }
+  const parsed = parseTrustProxy(value);
+  if (!Array.isArray(parsed)) return null;
+  const bad = parsed.filter((entry) => !TRUST_KEYWORDS.has(entry) && !isAddressOrCidr(entry));
+  return bad.length ? `TRUST_PROXY: not a hop count, address or CIDR: ${bad.join(', ')}` : null;
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { InjectThrottlerStorage, ThrottlerStorage } from '@nestjs/throttler';
 import { AppConfig } from '../../../config/app-config';
@@ -18,7 +19,7 @@ export class LoginLimiter {
     const { perIp, perEmail, windowSeconds } = this.config.loginLimits;
     const ttl = windowSeconds * 1000;
     for (const [key, limit] of [
-      [`login:ip:${ip}`, perIp],
+      [`login:ip:${clientKey(ip)}`, perIp],
       [`login:email:${email.trim().toLowerCase()}`, perEmail],
     ] as const) {
       const record = await this.storage.increment(key, ttl, limit, ttl, 'login');
@@ -30,4 +31,22 @@ export class LoginLimiter {
       }
     }
   }
+}
+
+/**
+ * What a client is counted by: its IPv4 address (an IPv4-mapped IPv6 one included), or the /64
+ * of an IPv6 address, since one host commonly holds a whole /64.
+ */
+export function clientKey(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1];
+  if (isIP(ip) !== 6) return ip;
+  const [head, tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

@@ -167,6 +167,20 @@ describe('login limit per client IP behind a proxy (TRUST_PROXY=1)', () => {
     expect((await attempt('198.51.100.1', 99)).status).toBe(401);
   });
 
+  it('never locks an account owner out: 10 wrong passwords from one address, then the right one from another succeeds', async () => {
+    const org = await proxied.newOrg();
+    const login = (forwardedFor: string, password: string) =>
+      proxied.http().post('/api/auth/login').set('X-Forwarded-For', forwardedFor).send({ email: org.member.email, password });
+    const fromAttacker: number[] = [];
+    for (let i = 0; i < 11; i++) fromAttacker.push((await login('192.0.2.66', 'wrong password!')).status);
+    expect(fromAttacker.slice(0, 10).every((s) => s === 401)).toBe(true);
+    expect(fromAttacker[10]).toBe(429);
+    expect((await login('192.0.2.66', PASSWORD)).status).toBe(429);
+    const owner = await login('198.51.100.20', PASSWORD);
+    expect(owner.status).toBe(200);
+    expect(owner.body.accessToken).toEqual(expect.any(String));
+  });
+
   it('counts an IPv6 client by its /64', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 31; i++) statuses.push((await attempt(`2001:db8:aa:bb::${(i + 1).toString(16)}`, 100 + i)).status);

@@ -5,8 +5,10 @@ import { AppConfig } from '../../../config/app-config';
 import { DomainError } from '../../../shared/errors/domain-error';
 
 /**
- * Counts login attempts per client IP and per email in a fixed window (in the throttler's
- * storage, so Redis-backed when the service runs several instances).
+ * Counts login attempts per client address and per address and email in a fixed window (in
+ * the throttler's storage, so Redis-backed when the service runs several instances). Nothing
+ * is counted per email alone: guessing one account's password from one address is slowed,
+ * but no one can lock its owner out from another address.
  */
 @Injectable()
 export class LoginLimiter {
@@ -18,9 +20,10 @@ export class LoginLimiter {
   async attempt(ip: string, email: string): Promise<void> {
     const { perIp, perEmail, windowSeconds } = this.config.loginLimits;
     const ttl = windowSeconds * 1000;
+    const client = clientKey(ip);
     for (const [key, limit] of [
-      [`login:ip:${clientKey(ip)}`, perIp],
-      [`login:email:${email.trim().toLowerCase()}`, perEmail],
+      [`login:ip:${client}`, perIp],
+      [`login:ip-email:${client}:${email.trim().toLowerCase()}`, perEmail],
     ] as const) {
       const record = await this.storage.increment(key, ttl, limit, ttl, 'login');
       if (record.totalHits > limit) {

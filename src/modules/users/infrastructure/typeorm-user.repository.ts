@@ -40,7 +40,9 @@ export class TypeOrmUserRepository extends UserRepository {
       await this.rows.insert(user.toProps());
     } catch (error) {
       if (isUniqueViolation(error, 'users_email_key'))
-        throw new DomainError('EMAIL_TAKEN', `A user with email '${user.email}' already exists`);
+        // Emails are unique across the installation (sign-in is by email alone); the answer says
+        // no more than that, and nothing of the organization that holds it.
+        throw new DomainError('EMAIL_TAKEN', 'This email cannot be used for a new user; choose another');
       throw error;
     }
   }

@@ -41,5 +41,6 @@ describe('embedded mode', () => {
       await again.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+    // Two boots of PGlite from an empty directory (migrations included): ~20 s on 2 cores, more when they are busy.
+  }, 90_000);
 });

@@ -43,8 +43,10 @@ import {
   Row,
   runInterleaved,
   runLoad,
+  SANDBOX_MODES,
   ScratchDatabases,
   serviceEnv,
+  startSandboxPair,
   Services,
   unexpected,
   verdict,
@@ -117,14 +119,12 @@ async function enqueue(client: JsonClient, agentId: string): Promise<string | nu
  * alternate between them in chunks, so machine noise falls on both alike.
  */
 async function syncPhase(): Promise<Row[]> {
-  const modes = ['inline', 'threads'] as const;
-  const calls: Record<string, () => Promise<string | null>> = {};
+  const modes = SANDBOX_MODES;
+  const calls = await startSandboxPair({ databases, services, credentials, readyTimeoutMs: settings.readyTimeoutMs }, async (service) => {
+    const { client, agentId } = await prepareAgent(service);
+    return () => executeAndWait(client, agentId);
+  });
   for (const sandbox of modes) {
-    const databaseUrl = await databases.create(`sync_${sandbox}`);
-    log(`sync: starting one APP_ROLE=all process with EXPRESSION_SANDBOX=${sandbox}`);
-    const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
-    const { client, agentId } = await prepareAgent(await services.start(`service (${sandbox})`, env, settings.readyTimeoutMs));
-    calls[sandbox] = () => executeAndWait(client, agentId);
     log(`sync (${sandbox}): warming up with ${settings.warmupRequests} requests`);
     reportErrors('warm-up', await runLoad(settings.syncClients, settings.warmupRequests, calls[sandbox], interrupted.signal));
   }

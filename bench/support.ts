@@ -485,3 +485,25 @@ export async function waitForDrain(
     await sleep(200);
   }
 }
+
+export type SandboxMode = 'inline' | 'threads';
+export const SANDBOX_MODES: readonly SandboxMode[] = ['inline', 'threads'];
+
+/**
+ * One APP_ROLE=all process per expression-sandbox mode, each on a scratch database of its own,
+ * prepared by `prepare` (which answers the call the load repeats): the two run side by side,
+ * so their figures can be taken interleaved.
+ */
+export async function startSandboxPair(
+  ctx: { databases: ScratchDatabases; services: Services; credentials: Credentials; readyTimeoutMs: number },
+  prepare: (service: JsonClient) => Promise<() => Promise<string | null>>,
+): Promise<Record<SandboxMode, () => Promise<string | null>>> {
+  const calls = {} as Record<SandboxMode, () => Promise<string | null>>;
+  for (const sandbox of SANDBOX_MODES) {
+    const databaseUrl = await ctx.databases.create(`sync_${sandbox}`);
+    log(`sync: starting one APP_ROLE=all process with EXPRESSION_SANDBOX=${sandbox}`);
+    const env = { ...serviceEnv(ctx.credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
+    calls[sandbox] = await prepare(await ctx.services.start(`service (${sandbox})`, env, ctx.readyTimeoutMs));
+  }
+  return calls;
+}

@@ -54,8 +54,10 @@ import {
   Row,
   runInterleaved,
   runLoad,
+  SANDBOX_MODES,
   ScratchDatabases,
   serviceEnv,
+  startSandboxPair,
   Services,
   unexpected,
   verdict,
@@ -161,14 +163,12 @@ async function enqueue(client: JsonClient, workflowId: string): Promise<string |
  * alternate between them in chunks, so machine noise falls on both alike.
  */
 async function syncPhase(): Promise<Row[]> {
-  const modes = ['inline', 'threads'] as const;
-  const calls: Record<string, () => Promise<string | null>> = {};
+  const modes = SANDBOX_MODES;
+  const calls = await startSandboxPair({ databases, services, credentials, readyTimeoutMs: settings.readyTimeoutMs }, async (service) => {
+    const { client, workflowId } = await prepareWorkflow(service);
+    return () => runAndWait(client, workflowId);
+  });
   for (const sandbox of modes) {
-    const databaseUrl = await databases.create(`sync_${sandbox}`);
-    log(`sync: starting one APP_ROLE=all process with EXPRESSION_SANDBOX=${sandbox}`);
-    const env = { ...serviceEnv(credentials, databaseUrl, 'all'), EXPRESSION_SANDBOX: sandbox };
-    const { client, workflowId } = await prepareWorkflow(await services.start(`service (${sandbox})`, env, settings.readyTimeoutMs));
-    calls[sandbox] = () => runAndWait(client, workflowId);
     log(`sync (${sandbox}): warming up with ${settings.warmupRequests} runs`);
     reportErrors('warm-up', await runLoad(1, settings.warmupRequests, calls[sandbox], interrupted.signal));
   }

@@ -62,7 +62,8 @@ describe('SAML SSO', () => {
   let rogue: TestIdp;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    // Every sign-in here comes from one address: room above the per-address limit of the SSO routes.
+    t = await createTestApp({ env: { LOGIN_LIMIT_PER_IP: '1000' } });
     idp = createTestIdp('acme');
     rogue = createTestIdp('rogue');
   });
@@ -664,5 +665,22 @@ describe('SAML replay at a second instance', () => {
     expectSamlInvalid(res);
     const users = await t.app.get(DataSource).query('SELECT * FROM users WHERE organization_id = $1 ORDER BY email', [org.id]);
     expect(users).toEqual(usersBefore);
+  });
+});
+
+describe('the public SAML routes are limited per client address', () => {
+  it('answers 429 past LOGIN_LIMIT_PER_IP × 10 requests a window, before touching the database', async () => {
+    const t = await createTestApp({ env: { LOGIN_LIMIT_PER_IP: '2' } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await t.http().get('/api/auth/saml/no-such-org/login')).status);
+      expect(statuses.every((s) => s === 404)).toBe(true);
+      const over = await t.http().post('/api/auth/saml/exchange').send({ code: 'x' });
+      expect(over.status).toBe(429);
+      expect(over.body.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', status: 429 });
+      expect(over.headers['retry-after']).toBeDefined();
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -10,6 +10,9 @@ import { DomainError } from '../../../shared/errors/domain-error';
  * is counted per email alone: guessing one account's password from one address is slowed,
  * but no one can lock its owner out from another address.
  */
+/** How many times the login limit per address the public SSO routes allow. */
+export const SSO_ROUTE_FACTOR = 10;
+
 @Injectable()
 export class LoginLimiter {
   constructor(
@@ -18,20 +21,32 @@ export class LoginLimiter {
   ) {}
 
   async attempt(ip: string, email: string): Promise<void> {
-    const { perIp, perEmail, windowSeconds } = this.config.loginLimits;
-    const ttl = windowSeconds * 1000;
+    const { perIp, perEmail } = this.config.loginLimits;
     const client = clientKey(ip);
-    for (const [key, limit] of [
-      [`login:ip:${client}`, perIp],
-      [`login:ip-email:${client}:${email.trim().toLowerCase()}`, perEmail],
-    ] as const) {
-      const record = await this.storage.increment(key, ttl, limit, ttl, 'login');
-      if (record.totalHits > limit) {
-        const retryAfter = Math.max(1, Math.ceil((record.isBlocked ? record.timeToBlockExpire : record.timeToExpire) || windowSeconds));
-        throw new DomainError('RATE_LIMIT_EXCEEDED', 'Too many login attempts; try again later', undefined, {
-          'Retry-After': String(retryAfter),
-        });
-      }
+    await this.count(`login:ip:${client}`, perIp, 'Too many login attempts; try again later');
+    await this.count(`login:ip-email:${client}:${email.trim().toLowerCase()}`, perEmail, 'Too many login attempts; try again later');
+  }
+
+  /**
+   * The public single sign-on routes (start a login, the ACS, the code exchange), which write
+   * to the database for anyone: SSO_ROUTE_FACTOR times the login limit per client address, as
+   * a company's whole staff may sign in from one address at the start of the day.
+   */
+  async ssoAttempt(ip: string): Promise<void> {
+    await this.count(
+      `sso:ip:${clientKey(ip)}`,
+      this.config.loginLimits.perIp * SSO_ROUTE_FACTOR,
+      'Too many sign-in requests; try again later',
+    );
+  }
+
+  private async count(key: string, limit: number, message: string): Promise<void> {
+    const { windowSeconds } = this.config.loginLimits;
+    const ttl = windowSeconds * 1000;
+    const record = await this.storage.increment(key, ttl, limit, ttl, 'login');
+    if (record.totalHits > limit) {
+      const retryAfter = Math.max(1, Math.ceil((record.isBlocked ? record.timeToBlockExpire : record.timeToExpire) || windowSeconds));
+      throw new DomainError('RATE_LIMIT_EXCEEDED', message, undefined, { 'Retry-After': String(retryAfter) });
     }
   }
 }

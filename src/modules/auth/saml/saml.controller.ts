@@ -21,6 +21,7 @@ import { User } from '../../users/domain/user';
 import { TokenPairResponse } from '../api/auth.dto';
 import { AuthService } from '../application/auth.service';
 import { SamlAcsGuard } from './saml-acs.guard';
+import { SamlRateGuard } from './saml-rate.guard';
 import { isAllowedRedirect, SamlSettings } from './saml-settings';
 import { SamlService, ServiceProvider } from './saml.service';
 
@@ -159,6 +160,7 @@ export class SamlController {
 
   @Post('exchange')
   @Public()
+  @UseGuards(SamlRateGuard)
   @HttpCode(200)
   @ApiOperation({ summary: 'Trade the one-time code from the sign-in redirect (60 s, once) for a token pair' })
   @ApiOkResponse({ type: TokenPairResponse })
@@ -179,6 +181,7 @@ export class SamlController {
 
   @Get(':org/login')
   @Public()
+  @UseGuards(SamlRateGuard)
   @ApiOperation({ summary: 'Start a sign-in: 302 to the IdP with an AuthnRequest; `redirect` must be an allowed URL' })
   @ApiFoundResponse({ description: 'To the IdP' })
   @ApiPublicErrors('VALIDATION_FAILED', 'NOT_FOUND', 'FEATURE_NOT_AVAILABLE')
@@ -188,7 +191,7 @@ export class SamlController {
 
   @Post(':org/acs')
   @Public()
-  @UseGuards(SamlAcsGuard)
+  @UseGuards(SamlRateGuard, SamlAcsGuard)
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiOperation({
     summary:

@@ -1,11 +1,17 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
+/** The file name Postgres clients look for in a socket directory, for port 5432. */
+const SOCKET_NAME = '.s.PGSQL.5432';
+
 /**
- * Real Postgres compiled to WASM (PGlite), served on a loopback port so the ordinary `pg`
- * driver, the same migrations and the same SQL run as against a Postgres server.
+ * Real Postgres compiled to WASM (PGlite), served so the ordinary `pg` driver, the same
+ * migrations and the same SQL run as against a Postgres server. It listens on a Unix socket in
+ * a directory of its own (mode 0700, the socket 0600), never on a TCP port: PGlite has no
+ * authentication, so only this OS user may reach it.
  * Limits: every connection shares one session, so transactions are serialized and advisory
  * locks do not exclude each other; nothing in the service may depend on those for correctness.
  */
@@ -13,6 +19,8 @@ export class EmbeddedPostgres {
   private constructor(
     private readonly db: PGlite,
     private readonly server: PGLiteSocketServer,
+    /** The private directory holding the socket. */
+    readonly socketDir: string,
     readonly url: string,
   ) {}
 
@@ -24,13 +32,19 @@ export class EmbeddedPostgres {
       mkdirSync(path, { recursive: true });
     }
     const db = await PGlite.create(path);
-    const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections });
+    // A fresh directory under the system's temporary one (mkdtemp makes it 0700): DATA_DIR may
+    // be deeper than a socket path may be long (108 bytes).
+    const socketDir = mkdtempSync(join(tmpdir(), 'platform-pglite-'));
+    const server = new PGLiteSocketServer({ db, path: join(socketDir, SOCKET_NAME), maxConnections });
     await server.start();
-    return new EmbeddedPostgres(db, server, `postgres://postgres@${server.getServerConn()}/postgres`);
+    chmodSync(join(socketDir, SOCKET_NAME), 0o600);
+    const url = `postgres://postgres@${encodeURIComponent(socketDir)}/postgres`;
+    return new EmbeddedPostgres(db, server, socketDir, url);
   }
 
   async stop(): Promise<void> {
     await this.server.stop();
     await this.db.close();
+    rmSync(this.socketDir, { recursive: true, force: true });
   }
 }

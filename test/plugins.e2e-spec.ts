@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { PluginsService } from '../src/modules/plugins/application/plugins.service';
 
 const LLM_CONFIG = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-very-secret-key-123', defaultModel: 'test-model' };
 
@@ -110,6 +111,53 @@ describe('plugins', () => {
       .set(bearer(org.admin))
       .send({ config: { baseUrl: null } });
     expect(bad.status).toBe(400);
+  });
+
+  describe('a stored secret stays with its origin', () => {
+    let own: TestOrg;
+    beforeEach(async () => {
+      own = await t.newOrg();
+      await t.http().post('/api/plugins/llm/install').set(bearer(own.admin)).send({ config: LLM_CONFIG }).expect(201);
+    });
+    const stored = async () => (await t.app.get(PluginsService).get(own.id, 'llm')).installation.config as Record<string, unknown>;
+
+    it('refuses a new baseUrl without the key entered again, naming the field; nothing changes', async () => {
+      for (const config of [{ baseUrl: 'https://attacker.example/v1' }, { baseUrl: 'https://attacker.example/v1', apiKey: '********' }]) {
+        const res = await t.http().patch('/api/plugins/llm').set(bearer(own.admin)).send({ config });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ path: 'config.apiKey' }] });
+      }
+      expect(await stored()).toEqual(LLM_CONFIG);
+    });
+
+    it('takes a new baseUrl with a new key, or with the key removed', async () => {
+      const moved = await t
+        .http()
+        .patch('/api/plugins/llm')
+        .set(bearer(own.admin))
+        .send({ config: { baseUrl: 'https://models.example/v1', apiKey: 'sk-the-new-key' } });
+      expect(moved.status).toBe(200);
+      expect(await stored()).toEqual({ ...LLM_CONFIG, baseUrl: 'https://models.example/v1', apiKey: 'sk-the-new-key' });
+      const dropped = await t
+        .http()
+        .patch('/api/plugins/llm')
+        .set(bearer(own.admin))
+        .send({ config: { baseUrl: 'https://other.example/v1', apiKey: null } });
+      expect(dropped.status).toBe(200);
+      expect(await stored()).toEqual({ baseUrl: 'https://other.example/v1', defaultModel: LLM_CONFIG.defaultModel });
+    });
+
+    it('answers a re-install alike whatever key it guesses: no oracle', async () => {
+      const right = await t.http().post('/api/plugins/llm/install').set(bearer(own.admin)).send({ config: LLM_CONFIG });
+      const wrong = await t
+        .http()
+        .post('/api/plugins/llm/install')
+        .set(bearer(own.admin))
+        .send({ config: { ...LLM_CONFIG, apiKey: 'sk-a-guess' } });
+      expect([right.status, wrong.status]).toEqual([200, 200]);
+      expect(wrong.body).toEqual(right.body);
+      expect(await stored()).toEqual(LLM_CONFIG);
+    });
   });
 
   it('answers every route naming a plugin that is not installed with the exact envelope', async () => {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
+import { canonicalJson } from '../../../shared/json/canonical-json';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Installation } from '../domain/installation';
 import { InstallationRepository, PluginUsage } from '../domain/installation.repository';
@@ -61,7 +62,9 @@ export class PluginsService {
     });
     if (await this.installations.insert(installation, plugin.manifest.secretFields)) return { installation, plugin, created: true };
     const existing = await this.installations.find(caller.organizationId, slug);
-    if (existing?.hasConfig(config)) return { installation: existing, plugin, created: false };
+    // Secrets are left out of the comparison (and stay as stored): whether a guessed secret is
+    // the stored one must not show in the answer. PATCH changes them.
+    if (existing?.hasConfig(config, plugin.manifest.secretFields)) return { installation: existing, plugin, created: false };
     throw new DomainError(
       'PLUGIN_ALREADY_INSTALLED',
       `Plugin '${slug}' is already installed with a different config; change it with PATCH /api/plugins/${slug}`,
@@ -80,6 +83,7 @@ export class PluginsService {
       Object.entries(patch).filter(([k, v]) => !(v === REDACTED && plugin.manifest.secretFields.includes(k))),
     );
     const merged = Object.fromEntries(Object.entries({ ...installation.config, ...kept }).filter(([, v]) => v !== null));
+    assertSecretsFollow(plugin, installation.config, merged, kept);
     assertSchema(plugin.manifest.configSchema, merged, 'config', `The config of plugin '${slug}'`);
     installation.reconfigure(merged);
     await this.installations.update(installation, plugin.manifest.secretFields);
@@ -97,4 +101,28 @@ export class PluginsService {
   static redact(plugin: Plugin, config: Record<string, unknown>): Record<string, unknown> {
     return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, plugin.manifest.secretFields.includes(k) ? REDACTED : v]));
   }
+}
+
+/**
+ * A stored secret never follows a new destination: when a field that says where secrets go
+ * (the llm plugin's `baseUrl`) changes, every stored secret must be entered again in the same
+ * request (or removed with null), else 400 naming the fields.
+ */
+function assertSecretsFollow(
+  plugin: Plugin,
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  entered: Record<string, unknown>,
+): void {
+  const moved = (plugin.manifest.secretDestinationFields ?? []).filter(
+    (field) => canonicalJson(before[field]) !== canonicalJson(after[field]),
+  );
+  if (!moved.length) return;
+  const stale = plugin.manifest.secretFields.filter((field) => before[field] !== undefined && !(field in entered));
+  if (!stale.length) return;
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    `Changing ${moved.join(', ')} changes where the stored secrets go: enter ${stale.join(', ')} again (or null to remove)`,
+    stale.map((field) => ({ path: `config.${field}`, message: `config.${field} must be entered again when ${moved.join(', ')} changes` })),
+  );
 }

@@ -58,8 +58,10 @@ export class Installation {
   }
 
   /** Same config, key order aside. */
-  hasConfig(config: Record<string, unknown>): boolean {
-    return canonicalJson(this.props.config) === canonicalJson(config);
+  /** Whether `config` is this one but for `secretFields`: secrets are never compared, so no answer depends on them. */
+  hasConfig(config: Record<string, unknown>, secretFields: string[]): boolean {
+    const withoutSecrets = (c: Record<string, unknown>) => Object.fromEntries(Object.entries(c).filter(([k]) => !secretFields.includes(k)));
+    return canonicalJson(withoutSecrets(this.props.config)) === canonicalJson(withoutSecrets(config));
   }
 
   reconfigure(config: Record<string, unknown>): void {

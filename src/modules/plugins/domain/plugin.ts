@@ -25,6 +25,11 @@ export interface PluginManifest {
   configSchema: JsonSchema;
   /** Top-level installation config fields stored encrypted and never returned or logged. */
   secretFields: string[];
+  /**
+   * Fields that say where the secrets go (an API root): changing one drops the stored secrets
+   * unless the same change enters them again, so a secret never follows a new destination.
+   */
+  secretDestinationFields?: string[];
   agentKinds: CapabilityManifest[];
   actions: CapabilityManifest[];
 }

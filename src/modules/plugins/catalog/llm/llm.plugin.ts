@@ -21,6 +21,7 @@ export function createLlmPlugin(client: HttpClient): Plugin {
         },
       },
       secretFields: ['apiKey'],
+      secretDestinationFields: ['baseUrl'],
       agentKinds: [llmChatManifest],
       actions: [],
     },

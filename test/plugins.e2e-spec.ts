@@ -147,6 +147,22 @@ describe('plugins', () => {
       expect(await stored()).toEqual({ baseUrl: 'https://other.example/v1', defaultModel: LLM_CONFIG.defaultModel });
     });
 
+    it('http: installation headers name the origins they go to, and moving the origins needs the authorization again', async () => {
+      const install = (config: Record<string, unknown>) =>
+        t.http().post('/api/plugins/http/install').set(bearer(own.admin)).send({ config });
+      const without = await install({ authorization: 'Bearer install-token' });
+      expect(without.status).toBe(400);
+      expect(without.body.error.code).toBe('VALIDATION_FAILED');
+      expect((await install({ authorization: 'Bearer install-token', origins: ['https://api.example.com'] })).status).toBe(201);
+      const moved = await t
+        .http()
+        .patch('/api/plugins/http')
+        .set(bearer(own.admin))
+        .send({ config: { origins: ['https://attacker.example'] } });
+      expect(moved.status).toBe(400);
+      expect(moved.body.error.details).toEqual([expect.objectContaining({ path: 'config.authorization' })]);
+    });
+
     it('answers a re-install alike whatever key it guesses: no oracle', async () => {
       const right = await t.http().post('/api/plugins/llm/install').set(bearer(own.admin)).send({ config: LLM_CONFIG });
       const wrong = await t

@@ -25,7 +25,11 @@ describe('http.agent', () => {
 
   it('POSTs the input as JSON with the Idempotency-Key and takes the JSON reply as output', async () => {
     reply = (req, res) => sendJson(res, 200, { answer: 42, echoed: JSON.parse(req.body) as unknown });
-    const pluginConfig = { defaultHeaders: { 'X-Team': 'blue', 'X-Trace': 'default' }, authorization: 'Bearer install-token' };
+    const pluginConfig = {
+      defaultHeaders: { 'X-Team': 'blue', 'X-Trace': 'default' },
+      authorization: 'Bearer install-token',
+      origins: [server.url],
+    };
 
     const output = await call({ pluginConfig, idempotencyKey: 'exec-7:agent' }, { headers: { 'x-trace': 'agent' } });
 
@@ -41,6 +45,20 @@ describe('http.agent', () => {
       'x-team': 'blue',
       'x-trace': 'agent',
     });
+  });
+
+  it("withholds the installation's headers from an origin the installation does not list", async () => {
+    reply = (_req, res) => sendJson(res, 200, {});
+    const pluginConfig = {
+      defaultHeaders: { 'X-Team': 'blue' },
+      authorization: 'Bearer install-token',
+      origins: ['https://api.example.com'],
+    };
+    await call({ pluginConfig }, { headers: { 'x-own': 'agent' } });
+    const [received] = server.requests;
+    expect(received.headers['x-own']).toBe('agent');
+    expect(received.headers.authorization).toBeUndefined();
+    expect(received.headers['x-team']).toBeUndefined();
   });
 
   it('reports a non-2xx answer as UPSTREAM_ERROR', async () => {

@@ -36,7 +36,7 @@ export function httpAgent(client: HttpClient): Capability {
         .request({
           method: 'POST',
           url,
-          headers: mergeHeaders(installHeaders(pluginConfig), headers, fixed),
+          headers: mergeHeaders(installHeaders(pluginConfig, url), headers, fixed),
           body: payload.body,
           signal,
           timeoutMs: Math.min(ownTimeoutMs ?? timeoutMs, timeoutMs),

@@ -22,7 +22,10 @@ describe('http.request', () => {
   }
 
   it('GETs without a body and parses a JSON response', async () => {
-    const output = await call({ method: 'GET', url: '/items?page=2', headers: { 'X-Api': 'v2' } }, undefined, { authorization: 'Token t' });
+    const output = await call({ method: 'GET', url: '/items?page=2', headers: { 'X-Api': 'v2' } }, undefined, {
+      authorization: 'Token t',
+      origins: [server.url],
+    });
 
     expect(output).toEqual({
       status: 200,

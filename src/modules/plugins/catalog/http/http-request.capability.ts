@@ -51,7 +51,7 @@ export function httpRequest(client: HttpClient): Capability {
         .request({
           method,
           url,
-          headers: mergeHeaders(DEFAULT_HEADERS, json?.headers, installHeaders(pluginConfig), headers),
+          headers: mergeHeaders(DEFAULT_HEADERS, json?.headers, installHeaders(pluginConfig, url), headers),
           body: json?.body,
           signal,
           timeoutMs,

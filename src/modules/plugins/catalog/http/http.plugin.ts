@@ -1,7 +1,7 @@
 import { Plugin } from '../../domain/plugin';
 import { HttpClient } from '../http-client';
 import { httpAgent, httpAgentManifest } from './http-agent.capability';
-import { headersSchema } from './http-headers';
+import { headersSchema, originsSchema } from './http-headers';
 import { httpRequest, httpRequestManifest } from './http-request.capability';
 
 /**
@@ -26,9 +26,13 @@ export function createHttpPlugin(client: HttpClient): Plugin {
             writeOnly: true,
             description: 'Authorization header value, e.g. `Bearer ...`.',
           },
+          origins: originsSchema,
         },
+        // Headers go to listed origins only: an installation with headers names them.
+        dependencies: { authorization: ['origins'], defaultHeaders: ['origins'] },
       },
       secretFields: ['authorization'],
+      secretDestinationFields: ['origins'],
       agentKinds: [httpAgentManifest],
       actions: [httpRequestManifest],
     },

@@ -140,6 +140,37 @@ describe('license', () => {
     expect((await t.http().get('/api/license').set(bearer(operator))).status).toBe(200);
   });
 
+  it("gives each organization a seat quota: one organization filling its quota leaves the others' seats alone", async () => {
+    expect((await install(await issueLicense(grant({ seats: 100_000 }), VENDOR_KEY))).status).toBe(200);
+    const [greedy, other] = [await t.newOrg('team'), await t.newOrg('team')];
+    const addUser = (org: TestOrg, tag: string) =>
+      t
+        .http()
+        .post('/api/users')
+        .set(bearer(org.admin))
+        .send({ email: `${tag}-${Date.now()}-${Math.random()}@lic.test`, password: PASSWORD, role: 'viewer' });
+
+    const overLicense = await t.http().patch(`/api/organizations/${greedy.id}`).set(bearer(operator)).send({ seatQuota: 100_001 });
+    expect(overLicense.status).toBe(400);
+    expect(overLicense.body.error.details).toEqual([expect.objectContaining({ path: 'seatQuota' })]);
+    const byAdmin = await t.http().patch(`/api/organizations/${greedy.id}`).set(bearer(greedy.admin)).send({ seatQuota: 1000 });
+    expect(byAdmin.status).toBe(403);
+
+    // newOrg made 4 users (the first admin and one per role): a quota of 5 leaves one seat.
+    const quota = await t.http().patch(`/api/organizations/${greedy.id}`).set(bearer(operator)).send({ seatQuota: 5 });
+    expect(quota.status).toBe(200);
+    expect(quota.body.seatQuota).toBe(5);
+    expect((await addUser(greedy, 'fifth')).status).toBe(201);
+    const sixth = await addUser(greedy, 'sixth');
+    expect(sixth.status).toBe(403);
+    expect(sixth.body.error).toMatchObject({ code: 'SEAT_LIMIT_REACHED', message: 'This organization has used its 5 seats' });
+    expect((await addUser(other, 'unaffected')).status).toBe(201);
+
+    const lifted = await t.http().patch(`/api/organizations/${greedy.id}`).set(bearer(operator)).send({ seatQuota: null });
+    expect(lifted.body.seatQuota).toBeNull();
+    expect((await addUser(greedy, 'after')).status).toBe(201);
+  });
+
   it('refuses a user beyond the seats', async () => {
     const [{ count }] = await t.app.get(DataSource).query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
     expect((await install(await issueLicense(grant({ seats: Number(count) + 1 }), VENDOR_KEY))).status).toBe(200);

@@ -23,6 +23,7 @@ describe('organizations', () => {
       name: org.slug,
       tier: 'starter',
       rateLimitPerMinute: null,
+      seatQuota: null,
       createdAt: expect.any(String),
     });
   });

@@ -84,10 +84,22 @@ export class LicensingService {
    * Call it in the transaction that inserts the user: it holds a lock until that ends, so two
    * concurrent creates cannot both take the last seat.
    */
-  async assertSeatAvailable(): Promise<void> {
+  /**
+   * SEAT_LIMIT_REACHED when the organization has used its own quota (so one organization
+   * cannot take every seat of the installation from the others), or the license's seats are
+   * all taken.
+   */
+  async assertSeatAvailable(organizationId: string): Promise<void> {
     const seats = (await this.state()).seats;
-    if (seats === null) return;
     await this.txHost.tx.query('SELECT pg_advisory_xact_lock($1)', [SEAT_LOCK_KEY]);
+    const [quota] = await this.txHost.tx.query<Array<{ seat_quota: number | null; used: string }>>(
+      'SELECT o.seat_quota, (SELECT count(*) FROM users u WHERE u.organization_id = o.id) AS used FROM organizations o WHERE o.id = $1',
+      [organizationId],
+    );
+    if (quota?.seat_quota != null && Number(quota.used) >= quota.seat_quota) {
+      throw new DomainError('SEAT_LIMIT_REACHED', `This organization has used its ${quota.seat_quota} seats`);
+    }
+    if (seats === null) return;
     const used = await this.seatsUsed();
     if (used >= seats) throw new DomainError('SEAT_LIMIT_REACHED', `The license allows ${seats} users and all are taken`);
   }

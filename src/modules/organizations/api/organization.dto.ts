@@ -1,6 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsDefined, IsEmail, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import {
+  IsDefined,
+  IsEmail,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
 import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
 
 export class OrganizationAdminRequest {
@@ -47,6 +61,8 @@ export class OrganizationResponse {
   @ApiProperty({ enum: TIERS }) tier!: Tier;
   @ApiProperty({ type: Number, nullable: true, description: 'Enterprise only: the configured requests per minute' })
   rateLimitPerMinute!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'Users the organization may have; null: only the license limits it' })
+  seatQuota!: number | null;
   @ApiProperty({ format: 'date-time' }) createdAt!: string;
 
   static from(o: Organization): OrganizationResponse {
@@ -56,6 +72,7 @@ export class OrganizationResponse {
       name: o.name,
       tier: o.tier,
       rateLimitPerMinute: o.rateLimitPerMinute,
+      seatQuota: o.seatQuota,
       createdAt: o.createdAt.toISOString(),
     };
   }
@@ -82,4 +99,17 @@ export class UpdateOrganizationRequest {
   @IsOptional()
   @IsIn(TIERS)
   tier?: Tier;
+
+  @ApiPropertyOptional({
+    type: Number,
+    nullable: true,
+    minimum: 1,
+    example: 50,
+    description: "Users it may have, within the license's seats; null removes the quota",
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  seatQuota?: number | null;
 }

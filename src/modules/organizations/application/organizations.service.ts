@@ -21,6 +21,8 @@ export interface NewOrganization {
 export interface OrganizationChanges {
   name?: string;
   tier?: Tier;
+  /** null removes the quota. */
+  seatQuota?: number | null;
 }
 
 /** Signal topic: an organization's tier or limit changed (rate limits re-read it). */
@@ -66,6 +68,15 @@ export class OrganizationsService implements OnModuleInit {
       organization.assignTier(changes.tier);
     }
     if (changes.name !== undefined) organization.rename(changes.name);
+    if (changes.seatQuota !== undefined) {
+      const seats = (await this.licensing.state()).seats;
+      if (changes.seatQuota !== null && seats !== null && changes.seatQuota > seats) {
+        throw new DomainError('VALIDATION_FAILED', `The license allows ${seats} seats`, [
+          { path: 'seatQuota', message: `seatQuota must not be greater than the license's ${seats} seats` },
+        ]);
+      }
+      organization.setSeatQuota(changes.seatQuota);
+    }
     await this.organizations.update(organization);
     this.signals.publish(ORGANIZATION_CHANGED, organization.id);
     return organization;

@@ -12,6 +12,8 @@ export interface OrganizationProps {
   name: string;
   tier: Tier;
   rateLimitPerMinute: number | null;
+  /** Users the organization may have (operators set it, within the license's seats); null: no quota of its own. */
+  seatQuota: number | null;
   createdAt: Date;
 }
 
@@ -30,7 +32,7 @@ export class Organization {
         { path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` },
       ]);
     }
-    return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, createdAt: new Date() });
+    return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, seatQuota: null, createdAt: new Date() });
   }
 
   static rehydrate(props: OrganizationProps): Organization {
@@ -51,6 +53,13 @@ export class Organization {
   }
   get rateLimitPerMinute() {
     return this.props.rateLimitPerMinute;
+  }
+  get seatQuota() {
+    return this.props.seatQuota;
+  }
+
+  setSeatQuota(seats: number | null): void {
+    this.props = { ...this.props, seatQuota: seats };
   }
   get createdAt() {
     return this.props.createdAt;

@@ -9,5 +9,6 @@ export class OrganizationRow {
   @Column('varchar', { length: 200 }) name!: string;
   @Column('varchar', { length: 16 }) tier!: 'starter' | 'team' | 'enterprise';
   @Column('integer', { name: 'rate_limit_per_minute', nullable: true }) rateLimitPerMinute!: number | null;
+  @Column('integer', { name: 'seat_quota', nullable: true }) seatQuota!: number | null;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
 }

@@ -46,8 +46,8 @@ export class TypeOrmOrganizationRepository extends OrganizationRepository {
   }
 
   async update(organization: Organization): Promise<void> {
-    const { id, name, tier, rateLimitPerMinute } = organization.toProps();
-    await this.rows.update({ id }, { name, tier, rateLimitPerMinute });
+    const { id, name, tier, rateLimitPerMinute, seatQuota } = organization.toProps();
+    await this.rows.update({ id }, { name, tier, rateLimitPerMinute, seatQuota });
   }
 
   count(): Promise<number> {

@@ -39,7 +39,7 @@ export class UsersService {
   /** SEAT_LIMIT_REACHED past the license's seats (counted across the installation). */
   @Transactional()
   async create(organizationId: string, input: NewUser): Promise<User> {
-    await this.licensing.assertSeatAvailable();
+    await this.licensing.assertSeatAvailable(organizationId);
     const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
     const user = User.create({
       organizationId,

@@ -1,4 +1,5 @@
 import { createServer, Server, Socket } from 'node:net';
+import { join } from 'node:path';
 
 export interface TcpProxy {
   /** `target` with host and port replaced by the proxy's. */
@@ -17,7 +18,10 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const server: Server = createServer((client) => {
     if (!accepting) return client.destroy();
     const upstream = new Socket();
-    upstream.connect(Number(upstreamUrl.port || 5432), upstreamUrl.hostname);
+    // A host that is a directory is a Unix socket (the embedded PGlite's), as libpq reads it.
+    const host = decodeURIComponent(upstreamUrl.hostname);
+    if (host.startsWith('/')) upstream.connect(join(host, `.s.PGSQL.${upstreamUrl.port || 5432}`));
+    else upstream.connect(Number(upstreamUrl.port || 5432), upstreamUrl.hostname);
     client.pipe(upstream).pipe(client);
     for (const s of [client, upstream]) {
       sockets.add(s);

@@ -1,10 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Max, MaxLength, Min } from 'class-validator';
+import { Optional } from '../http/optional.decorator';
 
 export class PageQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
-  @IsOptional()
+  @Optional()
   @Type(() => Number)
   @IsInt()
   @Min(1)
@@ -12,7 +13,7 @@ export class PageQuery {
   limit: number = 20;
 
   @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MaxLength(200)
   cursor?: string;

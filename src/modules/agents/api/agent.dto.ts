@@ -17,6 +17,7 @@ import {
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
 import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 const KIND = /^[a-z][a-z0-9-]*\.[a-zA-Z][a-zA-Z0-9_-]*$/;
 const { timeoutMs: TIMEOUT, maxAttempts: ATTEMPTS } = AGENT_LIMITS;
@@ -40,7 +41,7 @@ export class CreateAgentRequest {
   kind!: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "Validated against the kind's configSchema" })
-  @IsOptional()
+  @Optional()
   @IsObject()
   config?: JsonObject;
 
@@ -55,14 +56,14 @@ export class CreateAgentRequest {
   inputSchema?: JsonObject | null;
 
   @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max, default: TIMEOUT.default, description: 'Per attempt' })
-  @IsOptional()
+  @Optional()
   @IsInt()
   @Min(TIMEOUT.min)
   @Max(TIMEOUT.max)
   timeoutMs?: number;
 
   @ApiPropertyOptional({ minimum: ATTEMPTS.min, maximum: ATTEMPTS.max, default: ATTEMPTS.default })
-  @IsOptional()
+  @Optional()
   @IsInt()
   @Min(ATTEMPTS.min)
   @Max(ATTEMPTS.max)
@@ -71,7 +72,7 @@ export class CreateAgentRequest {
 
 export class UpdateAgentRequest {
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MinLength(1)
   @MaxLength(200)
@@ -84,7 +85,7 @@ export class UpdateAgentRequest {
   description?: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Replaces the whole config' })
-  @IsOptional()
+  @Optional()
   @IsObject()
   config?: JsonObject;
 
@@ -95,14 +96,14 @@ export class UpdateAgentRequest {
   inputSchema?: JsonObject | null;
 
   @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max })
-  @IsOptional()
+  @Optional()
   @IsInt()
   @Min(TIMEOUT.min)
   @Max(TIMEOUT.max)
   timeoutMs?: number;
 
   @ApiPropertyOptional({ minimum: ATTEMPTS.min, maximum: ATTEMPTS.max })
-  @IsOptional()
+  @Optional()
   @IsInt()
   @Min(ATTEMPTS.min)
   @Max(ATTEMPTS.max)
@@ -111,7 +112,7 @@ export class UpdateAgentRequest {
 
 export class AgentListQuery extends PageQuery {
   @ApiPropertyOptional({ example: 'http.agent' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @Matches(KIND, { message: 'kind must look like <plugin>.<kind>' })
   kind?: string;
@@ -132,7 +133,7 @@ export class ExecuteQuery {
     default: 30,
     description: 'Seconds to wait for the result; 0 answers 202 at once',
   })
-  @IsOptional()
+  @Optional()
   @Type(() => Number)
   @IsInt()
   @Min(0)
@@ -142,12 +143,12 @@ export class ExecuteQuery {
 
 export class HistoryQuery extends PageQuery {
   @ApiPropertyOptional({ enum: EXECUTION_STATUSES })
-  @IsOptional()
+  @Optional()
   @IsIn(EXECUTION_STATUSES)
   status?: ExecutionStatus;
 
   @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only executions created at or after this time' })
-  @IsOptional()
+  @Optional()
   @IsISO8601({ strict: true })
   since?: string;
 }

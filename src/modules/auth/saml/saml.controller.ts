@@ -24,12 +24,13 @@ import { SamlAcsGuard } from './saml-acs.guard';
 import { SamlRateGuard } from './saml-rate.guard';
 import { isAllowedRedirect, SamlSettings } from './saml-settings';
 import { SamlService, ServiceProvider } from './saml.service';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 class AttributeNames {
   @ApiPropertyOptional({ default: 'email', description: 'Else the NameID is the email' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MaxLength(200)
   email?: string;
@@ -45,30 +46,30 @@ class RoleMappingBody {
 
 export class SamlSettingsRequest {
   @ApiPropertyOptional({ description: 'The IdP entity id (or give idpMetadataXml)' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MaxLength(1024)
   idpEntityId?: string;
   @ApiPropertyOptional({ description: 'The IdP SSO URL, HTTP-Redirect binding; https' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MaxLength(2048)
   idpSsoUrl?: string;
   @ApiPropertyOptional({ type: [String], description: 'PEM signing certificates; two during a rotation' })
-  @IsOptional()
+  @Optional()
   @IsArray()
   @ArrayMaxSize(2)
   @IsString({ each: true })
   @MaxLength(20000, { each: true })
   idpCertificates?: string[];
   @ApiPropertyOptional({ description: 'IdP metadata XML to take the entity id, SSO URL and certificates from' })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MaxLength(200_000)
   idpMetadataXml?: string;
   @ApiPropertyOptional({ type: AttributeNames }) @IsOptional() @ValidateNested() @Type(() => AttributeNames) attributes?: AttributeNames;
   @ApiPropertyOptional({ type: [RoleMappingBody], description: 'Ordered: the first group the user has gives the role' })
-  @IsOptional()
+  @Optional()
   @IsArray()
   @ArrayMaxSize(100)
   @ValidateNested({ each: true })
@@ -76,18 +77,18 @@ export class SamlSettingsRequest {
   roleMappings?: RoleMappingBody[];
   @ApiPropertyOptional({ enum: ROLES, default: 'viewer' }) @IsOptional() @IsIn(ROLES) defaultRole?: Role;
   @ApiPropertyOptional({ default: false, description: 'Also require the whole response to be signed (the assertion always is)' })
-  @IsOptional()
+  @Optional()
   @IsBoolean()
   wantResponseSigned?: boolean;
   @ApiPropertyOptional({ type: [String], description: 'URL prefixes the login may send the browser back to' })
-  @IsOptional()
+  @Optional()
   @IsArray()
   @ArrayMaxSize(20)
   @IsString({ each: true })
   allowedRedirects?: string[];
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() enabled?: boolean;
   @ApiPropertyOptional({ default: false, description: 'Refuse password login to everyone but admins' })
-  @IsOptional()
+  @Optional()
   @IsBoolean()
   enforced?: boolean;
 }

@@ -16,6 +16,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 export class OrganizationAdminRequest {
   @ApiProperty({ example: 'admin@acme.example' })
@@ -89,14 +90,14 @@ export class OrganizationPageResponse {
 
 export class UpdateOrganizationRequest {
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MinLength(1)
   @MaxLength(200)
   name?: string;
 
   @ApiPropertyOptional({ enum: TIERS, description: 'Up to the tier the license allows' })
-  @IsOptional()
+  @Optional()
   @IsIn(TIERS)
   tier?: Tier;
 

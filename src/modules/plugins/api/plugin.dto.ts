@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsObject, IsOptional } from 'class-validator';
+import { IsObject } from 'class-validator';
 import { CapabilityManifest, Plugin } from '../domain/plugin';
 import { Installation } from '../domain/installation';
 import { PluginsService } from '../application/plugins.service';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 export class InstallPluginRequest {
   @ApiPropertyOptional({
@@ -10,7 +11,7 @@ export class InstallPluginRequest {
     additionalProperties: true,
     description: "The plugin's configuration; see its configSchema in /api/plugin-catalog",
   })
-  @IsOptional()
+  @Optional()
   @IsObject()
   config?: Record<string, unknown>;
 }

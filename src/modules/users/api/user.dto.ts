@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsEmail, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { IsBoolean, IsEmail, IsIn, IsString, MaxLength, MinLength } from 'class-validator';
 import { Role, ROLES } from '../../../shared/auth/principal';
 import { User } from '../domain/user';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 export class CreateUserRequest {
   @ApiProperty({ example: 'ada@example.com' })
@@ -22,17 +23,17 @@ export class CreateUserRequest {
 
 export class UpdateUserRequest {
   @ApiPropertyOptional({ enum: ROLES })
-  @IsOptional()
+  @Optional()
   @IsIn(ROLES)
   role?: Role;
 
   @ApiPropertyOptional({ description: "A disabled user cannot sign in and the user's tokens stop working at once" })
-  @IsOptional()
+  @Optional()
   @IsBoolean()
   disabled?: boolean;
 
   @ApiPropertyOptional({ minLength: 12, maxLength: 200 })
-  @IsOptional()
+  @Optional()
   @IsString()
   @MinLength(12)
   @MaxLength(200)

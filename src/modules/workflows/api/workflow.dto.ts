@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Allow, IsIn, IsISO8601, IsOptional } from 'class-validator';
+import { Allow, IsIn, IsISO8601 } from 'class-validator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from '../domain/run';
 import { Workflow } from '../domain/workflow';
 import { WorkflowVersion } from '../domain/workflow.repository';
+import { Optional } from '../../../shared/http/optional.decorator';
 
 class RetryBody {
   @ApiProperty({ minimum: 1, maximum: 10 }) maxAttempts!: number;
@@ -44,12 +45,12 @@ export class WorkflowDefinitionBody {
 
 export class RunHistoryQuery extends PageQuery {
   @ApiPropertyOptional({ enum: RUN_STATUSES })
-  @IsOptional()
+  @Optional()
   @IsIn(RUN_STATUSES)
   status?: RunStatus;
 
   @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only runs created at or after this time' })
-  @IsOptional()
+  @Optional()
   @IsISO8601({ strict: true })
   since?: string;
 }

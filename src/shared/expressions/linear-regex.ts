@@ -3,4 +3,4 @@
  * `pattern` and `patternProperties`. They live in the expression thread's file, which can
  * import no sibling; this is their name for the rest of the service.
  */
-export { LinearRegExp, linearPattern, linearRegexProblem, linearRegExpForAjv, MAX_PATTERN_LENGTH } from './sandbox-worker';
+export { linearRegexProblem, linearRegExpForAjv } from './sandbox-worker';

@@ -23,22 +23,15 @@ import { RE2JS } from 're2js';
  * - the result is measured before it is serialized, and refused over `maxOutputBytes`.
  */
 
-/** Frames of evaluation in flight (JSONata's `stack`): see EXPRESSION_LIMITS. */
+/**
+ * JSONata's `stack`: frames of evaluation in flight, including the siblings of an array or
+ * object constructor (evaluated concurrently: a 200-key object peaks at ~400), so it is set
+ * well above what wide mappings reach. Non-tail recursion costs ~3 frames a level.
+ */
 const MAX_DEPTH = 2000;
 const MAX_ITEMS = 1_000_000;
 const MAX_STRING_CHARS = 4_000_000;
 const COMPILED_CACHE_SIZE = 500;
-
-export const EXPRESSION_LIMITS = {
-  /**
-   * JSONata's `stack` counts frames in flight, including the siblings of an array or object
-   * constructor (evaluated concurrently: a 200-key object peaks at ~400), so it is set well
-   * above what wide mappings reach. Non-tail recursion costs ~3 frames a level.
-   */
-  maxDepth: MAX_DEPTH,
-  maxItems: MAX_ITEMS,
-  maxStringChars: MAX_STRING_CHARS,
-} as const;
 
 export interface EvaluationTask {
   expression: string;
@@ -95,7 +88,7 @@ export function timeoutMessage(timeoutMs: number): string {
 }
 
 /** Compiles with every bound in place; compiled expressions are kept per text and timeout. */
-export function compiled(text: string, timeoutMs: number): jsonata.Expression {
+function compiled(text: string, timeoutMs: number): jsonata.Expression {
   const key = `${timeoutMs}:${text}`;
   let expression = compiledCache.get(key);
   if (expression) return expression;
@@ -170,7 +163,7 @@ function checkSize(_node: unknown, _input: unknown, _environment: unknown, resul
  * An upper bound of the length of `JSON.stringify(value)`, walking no further than `limit`:
  * a value holding one big string many times is small in memory and huge as text.
  */
-export function jsonLength(value: unknown, limit: number): number {
+function jsonLength(value: unknown, limit: number): number {
   let length = 0;
   const stack: unknown[] = [value];
   while (stack.length && length <= limit) {
@@ -245,7 +238,7 @@ export function describeFailure(error: unknown): string {
 // refused when it is saved (`linearRegexProblem`).
 
 /** Longest pattern a tenant may write (characters). */
-export const MAX_PATTERN_LENGTH = 1000;
+const MAX_PATTERN_LENGTH = 1000;
 
 /** Compiled patterns by flags and source; compiling costs ~50 µs, matching far less. */
 const compiledPatterns = new Map<string, RE2JS>();
@@ -254,7 +247,7 @@ const MAX_COMPILED_PATTERNS = 500;
 const FLAG_BITS: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL };
 
 /** The RE2 form of a pattern; throws when RE2 cannot express it or it is too long. */
-export function linearPattern(source: string, flags = ''): RE2JS {
+function linearPattern(source: string, flags = ''): RE2JS {
   const key = `${flags}/${source}`;
   let pattern = compiledPatterns.get(key);
   if (pattern) return pattern;
@@ -287,11 +280,8 @@ export class LinearRegExp {
   lastIndex = 0;
   private readonly pattern: RE2JS;
 
-  constructor(regexp: RegExp | string, flags?: string) {
-    this.pattern =
-      typeof regexp === 'string'
-        ? linearPattern(regexp, flags)
-        : linearPattern(regexp.source, flags ?? regexp.flags.replace(/[gyud]/g, ''));
+  constructor(regexp: RegExp) {
+    this.pattern = linearPattern(regexp.source, regexp.flags.replace(/[gyud]/g, ''));
   }
 
   exec(text: string): RegExpExecArray | null {
@@ -305,10 +295,6 @@ export class LinearRegExp {
     const match = Object.assign(groups, { index: matcher.start(), input: text, groups: undefined }) as RegExpExecArray;
     this.lastIndex = matcher.end();
     return match;
-  }
-
-  test(text: string): boolean {
-    return this.exec(text) !== null;
   }
 }
 

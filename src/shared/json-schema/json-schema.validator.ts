@@ -11,7 +11,7 @@ import { canonicalJson } from '../json/canonical-json';
  * agents and workflows) are untrusted, and validating a member's input against them runs on
  * the API thread, so they get a second Ajv that cannot be made slow:
  * - `pattern` and `patternProperties` run on RE2 (linear time); a pattern RE2 cannot express
- *   (backreferences, lookaround) or one over MAX_PATTERN_LENGTH is refused when saved;
+ *   (backreferences, lookaround) or one over 1000 characters is refused when saved;
  * - `uniqueItems` is checked in linear time (Ajv's own compares every pair of objects);
  * - a schema is at most MAX_TENANT_SCHEMA_BYTES;
  * - compiled validators live in one bounded LRU; Ajv keeps none of them itself.

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
-import { Metrics } from './modules/operations/metrics';
+import { Metrics } from './shared/metrics/metrics';
 import { setupOpenApi } from './openapi.document';
 import { envelope } from './shared/errors/error-envelope';
 import { jsonBody, requestId } from './shared/http/request-body';

@@ -21,6 +21,7 @@ import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
 import { ExpressionsModule } from './shared/expressions/expressions.module';
+import { MetricsModule } from './shared/metrics/metrics.module';
 
 @Module({
   imports: [
@@ -59,6 +60,7 @@ import { ExpressionsModule } from './shared/expressions/expressions.module';
         }),
       ],
     }),
+    MetricsModule,
     ExpressionsModule,
     ThrottlingModule,
     LicensingModule,

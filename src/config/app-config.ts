@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Role } from '../shared/auth/principal';
-import { Environment, parseEnvironment, parseTrustProxy } from './environment';
+import { Environment, parseEnvironment, parseTrustProxy, SAML_ROLES } from './environment';
 
 export type AppRole = 'api' | 'worker' | 'all';
 
@@ -40,7 +39,13 @@ export class AppConfig {
   /** Where clients and identity providers reach the service (SAML entity ids and ACS URLs). */
   readonly publicUrl: string;
   /** SAML for the default organization from the environment (compose deployments). */
-  readonly samlFromEnv?: { idpEntityId: string; idpSsoUrl: string; idpCertificate: string; defaultRole: Role; enforced: boolean };
+  readonly samlFromEnv?: {
+    idpEntityId: string;
+    idpSsoUrl: string;
+    idpCertificate: string;
+    defaultRole: (typeof SAML_ROLES)[number];
+    enforced: boolean;
+  };
 
   constructor(env: Environment) {
     this.production = env.NODE_ENV === 'production';
@@ -92,7 +97,7 @@ export class AppConfig {
         idpCertificate: env.SAML_IDP_CERTIFICATE.includes('BEGIN CERTIFICATE')
           ? env.SAML_IDP_CERTIFICATE.replace(/\\n/g, '\n')
           : Buffer.from(env.SAML_IDP_CERTIFICATE, 'base64').toString('utf8'),
-        defaultRole: env.SAML_DEFAULT_ROLE as Role,
+        defaultRole: env.SAML_DEFAULT_ROLE as (typeof SAML_ROLES)[number],
         enforced: env.SAML_ENFORCED,
       };
     }

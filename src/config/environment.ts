@@ -2,6 +2,9 @@ import { isIP } from 'node:net';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 
+/** The roles SAML may give new users (the users' roles; config imports nothing of the app). */
+export const SAML_ROLES = ['admin', 'member', 'viewer'] as const;
+
 /**
  * Every environment variable the service reads, with its default. The README's
  * configuration table mirrors this class; `loadConfig` validates it once at boot.
@@ -165,7 +168,7 @@ export class Environment {
   @IsString()
   SAML_IDP_CERTIFICATE?: string;
 
-  @IsIn(['admin', 'member', 'viewer'])
+  @IsIn(SAML_ROLES)
   SAML_DEFAULT_ROLE = 'viewer';
 
   @Transform(({ value }) => value === true || value === 'true' || value === '1')

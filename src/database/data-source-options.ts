@@ -1,13 +1,21 @@
 import { join } from 'node:path';
 import { DataSourceOptions } from 'typeorm';
-import { ENTITIES } from './entities';
+
+/**
+ * Every module keeps its ORM entities in `infrastructure/*.orm-entity.ts` (or `.orm-entities.ts`
+ * for several); the data source finds them by name, so the database layer imports no module.
+ */
+const ENTITY_FILES = [
+  join(__dirname, '..', 'modules', '*', 'infrastructure', '*.orm-entit{y,ies}.{ts,js}'),
+  join(__dirname, '..', 'shared', '*', '*.orm-entity.{ts,js}'),
+];
 
 /** The one description of the schema, shared by the service and the TypeORM CLI. */
 export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions {
   return {
     type: 'postgres',
     url,
-    entities: ENTITIES,
+    entities: ENTITY_FILES,
     migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
     migrationsTableName: 'migrations',
     synchronize: false,

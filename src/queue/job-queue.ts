@@ -6,7 +6,7 @@ import { Gauge } from 'prom-client';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database.module';
-import { Metrics } from '../modules/operations/metrics';
+import { Metrics } from '../shared/metrics/metrics';
 
 export const QUEUE_SCHEMA = 'pgboss';
 

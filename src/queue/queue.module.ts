@@ -1,10 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { OperationsModule } from '../modules/operations/operations.module';
 import { JobQueue } from './job-queue';
 import { JobReconciler } from './job-reconciler';
 import { Signals } from './signals';
 
 /** The durable job queue and cross-process signals, shared by agents and workflows. */
 @Global()
-@Module({ imports: [OperationsModule], providers: [JobQueue, JobReconciler, Signals], exports: [JobQueue, JobReconciler, Signals] })
+@Module({ providers: [JobQueue, JobReconciler, Signals], exports: [JobQueue, JobReconciler, Signals] })
 export class QueueModule {}

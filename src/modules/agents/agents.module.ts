@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
-import { OperationsModule } from '../operations/operations.module';
 import { PluginsModule } from '../plugins/plugins.module';
 import { AgentsController } from './api/agents.controller';
 import { AgentExecutor } from './application/agent-executor';
@@ -15,7 +14,7 @@ import { TypeOrmAgentRepository } from './infrastructure/typeorm-agent.repositor
 import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.repository';
 
 @Module({
-  imports: [PluginsModule, OperationsModule],
+  imports: [PluginsModule],
   controllers: [AgentsController],
   providers: [
     AgentsService,

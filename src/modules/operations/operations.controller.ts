@@ -9,7 +9,7 @@ import { JobQueue } from '../../queue/job-queue';
 import { AppConfig } from '../../config/app-config';
 import { DomainError } from '../../shared/errors/domain-error';
 import type { Response } from 'express';
-import { Metrics } from './metrics';
+import { Metrics } from '../../shared/metrics/metrics';
 
 const READY_TIMEOUT_MS = 2000;
 

@@ -3,8 +3,7 @@ import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
-import { Metrics } from '../operations/metrics';
-import { OperationsModule } from '../operations/operations.module';
+import { Metrics } from '../../shared/metrics/metrics';
 import { FailOpenStorage } from './fail-open.storage';
 import { RedisCounters } from './redis-counters';
 
@@ -51,7 +50,6 @@ class RedisConnection implements OnApplicationShutdown {
  */
 @Global()
 @Module({
-  imports: [OperationsModule],
   providers: [
     RedisConnection,
     {

@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
 import { AgentsModule } from '../agents/agents.module';
-import { OperationsModule } from '../operations/operations.module';
 import { PluginsModule } from '../plugins/plugins.module';
 import { WorkflowsController } from './api/workflows.controller';
 import { RunEngine } from './application/run-engine';
@@ -14,7 +13,7 @@ import { TypeOrmRunRepository } from './infrastructure/typeorm-run.repository';
 import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.repository';
 
 @Module({
-  imports: [AgentsModule, PluginsModule, OperationsModule],
+  imports: [AgentsModule, PluginsModule],
   controllers: [WorkflowsController],
   providers: [
     WorkflowsService,

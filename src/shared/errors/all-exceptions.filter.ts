@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isDatabaseUnavailable } from '../../database/postgres-errors';
+import { isDatabaseUnavailable } from './postgres-errors';
 import { DomainError } from './domain-error';
 import { ErrorCode } from './error-catalog';
 import { envelope, ErrorEnvelope } from './error-envelope';

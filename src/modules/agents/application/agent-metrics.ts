@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
-import { Metrics } from '../../operations/metrics';
+import { Metrics } from '../../../shared/metrics/metrics';
 import { Execution, ExecutionStatus } from '../domain/execution';
 
 /** Executions by kind and status, and their latency, on /metrics (the queue's depth is the queue's). */

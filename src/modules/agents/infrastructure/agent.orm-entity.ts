@@ -1,5 +1,4 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { OrganizationRow } from '../../organizations/infrastructure/organization.orm-entity';
 
 @Entity('agents')
 @Index('agents_org_created_idx', ['organizationId', 'createdAt', 'id'])
@@ -7,7 +6,7 @@ import { OrganizationRow } from '../../organizations/infrastructure/organization
 export class AgentRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
-  @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
   @Column('varchar', { length: 200 }) name!: string;
   @Column('text') description!: string;
   /** `<plugin>.<kind>`; the plugin part is kept apart for the in-use check on uninstall. */

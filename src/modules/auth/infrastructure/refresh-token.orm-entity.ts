@@ -1,5 +1,4 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { UserRow } from '../../users/infrastructure/user.orm-entity';
 
 @Entity('refresh_tokens')
 @Index('refresh_tokens_user_idx', ['userId'])
@@ -8,7 +7,7 @@ import { UserRow } from '../../users/infrastructure/user.orm-entity';
 export class RefreshTokenRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'user_id' }) userId!: string;
-  @ManyToOne(() => UserRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: UserRow;
+  @ManyToOne('UserRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: object;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
   @Column('uuid', { name: 'family_id' }) familyId!: string;
   @Column('integer', { name: 'credentials_version', default: 0 }) credentialsVersion!: number;

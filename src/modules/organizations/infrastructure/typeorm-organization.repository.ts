@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../../database/keyset';
-import { isUniqueViolation } from '../../../database/postgres-errors';
+import { isUniqueViolation } from '../../../shared/errors/postgres-errors';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Organization } from '../domain/organization';

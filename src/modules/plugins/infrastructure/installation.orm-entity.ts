@@ -1,5 +1,4 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { OrganizationRow } from '../../organizations/infrastructure/organization.orm-entity';
 
 @Entity('plugin_installations')
 @Index('plugin_installations_org_slug_key', ['organizationId', 'slug'], { unique: true })
@@ -7,7 +6,7 @@ import { OrganizationRow } from '../../organizations/infrastructure/organization
 export class InstallationRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
-  @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
   @Column('varchar', { length: 64 }) slug!: string;
   @Column('varchar', { length: 32 }) version!: string;
   /** Non-secret fields only. */

@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
-import { isUniqueViolation } from '../../../database/postgres-errors';
+import { isUniqueViolation } from '../../../shared/errors/postgres-errors';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Installation } from '../domain/installation';

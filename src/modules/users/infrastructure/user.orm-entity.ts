@@ -1,5 +1,4 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { OrganizationRow } from '../../organizations/infrastructure/organization.orm-entity';
 
 @Entity('users')
 @Index('users_email_key', ['email'], { unique: true })
@@ -7,7 +6,7 @@ import { OrganizationRow } from '../../organizations/infrastructure/organization
 export class UserRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
-  @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
   @Column('varchar', { length: 320 }) email!: string;
   @Column('varchar', { name: 'password_hash', length: 200, nullable: true }) passwordHash!: string | null;
   @Column('varchar', { name: 'first_name', length: 200, nullable: true }) firstName!: string | null;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
-import { Metrics } from '../../operations/metrics';
+import { Metrics } from '../../../shared/metrics/metrics';
 import { Run } from '../domain/run';
 
 /** Finished runs by status, and their latency, on /metrics. */

@@ -1,12 +1,11 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { OrganizationRow } from '../../organizations/infrastructure/organization.orm-entity';
 
 @Entity('workflows')
 @Index('workflows_org_created_idx', ['organizationId', 'createdAt', 'id'])
 export class WorkflowRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
-  @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
   @Column('varchar', { length: 200 }) name!: string;
   /** The current version. */
   @Column('integer') version!: number;

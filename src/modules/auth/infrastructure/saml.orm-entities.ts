@@ -1,11 +1,10 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { OrganizationRow } from '../../organizations/infrastructure/organization.orm-entity';
 
 /** An organization's SAML settings (one row per organization). */
 @Entity('saml_settings')
 export class SamlSettingsRow {
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
-  @ManyToOne(() => OrganizationRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: OrganizationRow;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
   @Column('jsonb') settings!: Record<string, unknown>;
   @Column('timestamp with time zone', { name: 'updated_at', precision: 3 }) updatedAt!: Date;
 }

@@ -4,11 +4,11 @@ import { NestFactory } from '@nestjs/core';
 import { ClsService } from 'nestjs-cls';
 import { AppModule } from './app.module';
 import { OrganizationsService } from './modules/organizations/application/organizations.service';
-import { Tier, TIERS } from './modules/organizations/domain/organization';
+import { isTier, TIERS, UNLICENSED_TIER } from './modules/licensing/domain/tiers';
 import { DomainError } from './shared/errors/domain-error';
 
 const USAGE = `Usage:
-  npm run cli -- org:create --slug <slug> --name <name> --tier <starter|team|enterprise> \\
+  npm run cli -- org:create --slug <slug> --name <name> --tier <${TIERS.join('|')}> \\
                             --admin-email <email> --admin-password <password>`;
 
 /** Operator commands for docker-compose admins, run against the configured database. */
@@ -23,13 +23,14 @@ async function main(): Promise<number> {
     options: {
       slug: { type: 'string' },
       name: { type: 'string' },
-      tier: { type: 'string', default: 'starter' },
+      tier: { type: 'string', default: UNLICENSED_TIER },
       'admin-email': { type: 'string' },
       'admin-password': { type: 'string' },
     },
   });
   const missing = ['slug', 'name', 'admin-email', 'admin-password'].filter((k) => !values[k as keyof typeof values]);
-  if (missing.length || !TIERS.includes(values.tier as Tier)) {
+  const tier = values.tier;
+  if (missing.length || !isTier(tier)) {
     process.stderr.write(
       `${missing.length ? `Missing: ${missing.map((m) => `--${m}`).join(', ')}\n` : `Unknown tier '${values.tier}'\n`}${USAGE}\n`,
     );
@@ -41,7 +42,7 @@ async function main(): Promise<number> {
       app.get(OrganizationsService).create({
         slug: values.slug!,
         name: values.name!,
-        tier: values.tier as Tier,
+        tier,
         admin: { email: values['admin-email']!, password: values['admin-password']! },
       }),
     );

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateLicenseKeyPair, issueLicense } from './modules/licensing/application/license-issuer';
-import { Tier } from './modules/organizations/domain/organization';
+import { Tier, TIERS } from './modules/licensing/domain/tiers';
 
 /**
  * The vendor's license tool (not part of the service):
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     return;
   }
   if (!values.tier || !values.seats || !values.days || !values.key) {
-    throw new Error('usage: license:issue --tier <starter|team|enterprise> --seats <n> --days <n> --key <private key PEM file>');
+    throw new Error(`usage: license:issue --tier <${TIERS.join('|')}> --seats <n> --days <n> --key <private key PEM file>`);
   }
   const license = await issueLicense(
     {

@@ -9,7 +9,7 @@ import { AppModule } from '../../src/app.module';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
 import { AuthService } from '../../src/modules/auth/application/auth.service';
 import { OrganizationsService } from '../../src/modules/organizations/application/organizations.service';
-import { Tier } from '../../src/modules/organizations/domain/organization';
+import { Tier } from '../../src/modules/licensing/domain/tiers';
 import { UsersService } from '../../src/modules/users/application/users.service';
 import { Role } from '../../src/shared/auth/principal';
 

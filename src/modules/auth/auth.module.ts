@@ -6,19 +6,21 @@ import { AppConfig } from '../../config/app-config';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { UsersModule } from '../users/users.module';
 import { TierThrottlerGuard } from '../throttling/tier-throttler.guard';
-import { SamlAcsGuard } from './saml/saml-acs.guard';
-import { SamlStore } from './saml/saml-store';
-import { SamlController } from './saml/saml.controller';
-import { SamlService } from './saml/saml.service';
-import { SamlStrategy } from './saml/saml.strategy';
 import { AuthController } from './api/auth.controller';
 import { JwtAuthGuard } from './api/jwt-auth.guard';
 import { RolesGuard } from './api/roles.guard';
+import { SamlAcsGuard } from './api/saml-acs.guard';
+import { SamlController } from './api/saml.controller';
+import { SamlStrategy } from './api/saml.strategy';
 import { AccessTokens } from './application/access-tokens';
 import { AuthService } from './application/auth.service';
 import { LoginLimiter } from './application/login-limiter';
+import { SamlSettingsService } from './application/saml-settings.service';
+import { SamlSignInService } from './application/saml-sign-in.service';
 import { RefreshTokenRepository } from './domain/refresh-token.repository';
+import { SamlStore } from './domain/saml.store';
 import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-token.repository';
+import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
 
 @Module({
   imports: [
@@ -43,11 +45,12 @@ import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-
     AuthService,
     AccessTokens,
     LoginLimiter,
-    SamlStore,
-    SamlService,
+    SamlSettingsService,
+    SamlSignInService,
     SamlStrategy,
     SamlAcsGuard,
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },
+    { provide: SamlStore, useClass: TypeOrmSamlStore },
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: RolesGuard },
     // After the two above (global guards run in the order they are provided): counts per organization.

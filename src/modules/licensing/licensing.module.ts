@@ -2,8 +2,17 @@ import { Global, Module } from '@nestjs/common';
 import { LicenseController } from './api/license.controller';
 import { LicenseVerifier } from './application/license-verifier';
 import { LicensingService } from './application/licensing.service';
+import { LicenseRepository } from './domain/license.repository';
+import { TypeOrmLicenseRepository } from './infrastructure/typeorm-license.repository';
 
-/** The installation's license: verified offline, and what it grants. */
+/**
+ * The installation's license: verified offline, and what it grants. Its SeatQuotas port is
+ * provided by the organizations module (OrganizationSeatQuotasModule, global like this one).
+ */
 @Global()
-@Module({ controllers: [LicenseController], providers: [LicenseVerifier, LicensingService], exports: [LicensingService, LicenseVerifier] })
+@Module({
+  controllers: [LicenseController],
+  providers: [LicenseVerifier, LicensingService, { provide: LicenseRepository, useClass: TypeOrmLicenseRepository }],
+  exports: [LicensingService, LicenseVerifier],
+})
 export class LicensingModule {}

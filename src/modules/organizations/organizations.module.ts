@@ -7,9 +7,10 @@ import { SubscriptionService } from './application/subscription.service';
 import { OrganizationsService } from './application/organizations.service';
 import { OrganizationRepository } from './domain/organization.repository';
 import { TypeOrmOrganizationRepository } from './infrastructure/typeorm-organization.repository';
+import { OrganizationSeatQuotasModule } from './seat-quotas.module';
 
 @Module({
-  imports: [UsersModule],
+  imports: [UsersModule, OrganizationSeatQuotasModule],
   controllers: [OrganizationsController, SubscriptionController],
   providers: [
     OrganizationsService,

@@ -4,9 +4,7 @@ import type { Request } from 'express';
 import { AnyRole, CurrentPrincipal, Public } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors, ApiPublicErrors } from '../../../shared/http/api-errors.decorator';
-import { OrganizationResponse } from '../../organizations/api/organization.dto';
 import { UsersService } from '../../users/application/users.service';
-import { UserResponse } from '../../users/api/user.dto';
 import { AuthService } from '../application/auth.service';
 import { ChangePasswordRequest, LoginRequest, MeResponse, RefreshRequest, TokenPairResponse } from './auth.dto';
 
@@ -55,8 +53,7 @@ export class AuthController {
   @ApiOkResponse({ type: MeResponse })
   @ApiErrors()
   async me(@CurrentPrincipal() caller: Principal): Promise<MeResponse> {
-    const { user, organization } = await this.auth.me(caller);
-    return { user: UserResponse.from(user), organization: OrganizationResponse.from(organization), tier: organization.tier };
+    return MeResponse.from(await this.auth.me(caller));
   }
 
   @Patch('me/password')

@@ -1,7 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsEmail, IsString, MaxLength, MinLength } from 'class-validator';
-import { OrganizationResponse } from '../../organizations/api/organization.dto';
-import { UserResponse } from '../../users/api/user.dto';
+import { Tier, TIERS } from '../../licensing/domain/tiers';
+import { Organization } from '../../organizations/domain/organization';
+import { OrganizationResponse } from '../../organizations/organization.response';
+import { User } from '../../users/domain/user';
+import { UserResponse } from '../../users/user.response';
 
 export class LoginRequest {
   @ApiProperty({ example: 'admin@platform.local' })
@@ -48,5 +51,9 @@ export class TokenPairResponse {
 export class MeResponse {
   @ApiProperty({ type: UserResponse }) user!: UserResponse;
   @ApiProperty({ type: OrganizationResponse }) organization!: OrganizationResponse;
-  @ApiProperty({ enum: ['starter', 'team', 'enterprise'] }) tier!: string;
+  @ApiProperty({ enum: TIERS }) tier!: Tier;
+
+  static from({ user, organization }: { user: User; organization: Organization }): MeResponse {
+    return { user: UserResponse.from(user), organization: OrganizationResponse.from(organization), tier: organization.tier };
+  }
 }

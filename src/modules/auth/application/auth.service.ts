@@ -1,16 +1,16 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { SamlStore } from '../saml/saml-store';
 import { AppConfig } from '../../../config/app-config';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Organization } from '../../organizations/domain/organization';
-import { OrganizationsService } from '../../organizations/application/organizations.service';
+import { OrganizationRepository } from '../../organizations/domain/organization.repository';
 import { PasswordHasher } from '../../users/domain/password-hasher';
 import { User } from '../../users/domain/user';
 import { UserRepository } from '../../users/domain/user.repository';
 import { RefreshToken } from '../domain/refresh-token';
 import { RefreshTokenRepository } from '../domain/refresh-token.repository';
+import { SamlStore } from '../domain/saml.store';
 import { AccessTokens } from './access-tokens';
 import { LoginLimiter } from './login-limiter';
 
@@ -31,7 +31,7 @@ export class AuthService {
     private readonly hasher: PasswordHasher,
     private readonly refreshTokens: RefreshTokenRepository,
     private readonly accessTokens: AccessTokens,
-    private readonly organizations: OrganizationsService,
+    private readonly organizations: OrganizationRepository,
     private readonly limiter: LoginLimiter,
     private readonly config: AppConfig,
     private readonly saml: SamlStore,
@@ -96,7 +96,9 @@ export class AuthService {
   async me(caller: Principal): Promise<{ user: User; organization: Organization }> {
     const user = await this.users.findById(caller.organizationId, caller.userId);
     if (!user) throw new DomainError('UNAUTHORIZED', 'The user no longer exists');
-    return { user, organization: await this.organizations.require(caller.organizationId) };
+    const organization = await this.organizations.findById(caller.organizationId);
+    if (!organization) throw new DomainError('ORGANIZATION_NOT_FOUND', `Organization '${caller.organizationId}' was not found`);
+    return { user, organization };
   }
 
   async issue(user: User, familyId?: string): Promise<TokenPair> {

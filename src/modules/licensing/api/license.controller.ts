@@ -12,7 +12,7 @@ import { IsString, MaxLength, MinLength } from 'class-validator';
 import { CurrentPrincipal, OperatorOnly, RolesOrOperator } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
-import { TIERS, Tier } from '../../organizations/domain/organization';
+import { TIERS, Tier } from '../domain/tiers';
 import { LicensingService } from '../application/licensing.service';
 import { LicenseState, LicenseStatus } from '../domain/license';
 

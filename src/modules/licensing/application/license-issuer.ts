@@ -1,7 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { Tier, TIERS } from '../../organizations/domain/organization';
-import { TIER_FEATURES } from '../domain/tiers';
+import { isTier, Tier, TIER_FEATURES, TIERS } from '../domain/tiers';
 
 /** What the vendor grants in one license. */
 export interface LicenseGrant {
@@ -15,7 +14,7 @@ export interface LicenseGrant {
 
 /** The vendor side: signs a license with an Ed25519 private key (PEM, PKCS#8). */
 export async function issueLicense(grant: LicenseGrant, privateKeyPem: string, now = new Date()): Promise<string> {
-  if (!TIERS.includes(grant.tier)) throw new Error(`tier must be one of ${TIERS.join(', ')}`);
+  if (!isTier(grant.tier)) throw new Error(`tier must be one of ${TIERS.join(', ')}`);
   if (!Number.isInteger(grant.seats) || grant.seats < 1) throw new Error('seats must be a positive integer');
   if (!(grant.days > 0)) throw new Error('days must be positive');
   const key: KeyObject = createPrivateKey(privateKeyPem);

@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { compactVerify, decodeProtectedHeader, errors } from 'jose';
 import { AppConfig } from '../../../config/app-config';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { TIERS } from '../../organizations/domain/organization';
 import { LicenseClaims } from '../domain/license';
+import { isTier, TIERS } from '../domain/tiers';
 
 function invalid(message: string): DomainError {
   return new DomainError('LICENSE_INVALID', message);
@@ -56,7 +56,7 @@ function claimsOf(payload: Uint8Array): LicenseClaims {
   const problems: string[] = [];
   const positiveInt = (name: string) => Number.isInteger(claims[name]) && (claims[name] as number) > 0;
   if (typeof claims.sub !== 'string' || !claims.sub) problems.push('sub (the customer)');
-  if (!TIERS.includes(claims.tier as never)) problems.push(`tier (one of ${TIERS.join(', ')})`);
+  if (!isTier(claims.tier)) problems.push(`tier (one of ${TIERS.join(', ')})`);
   if (!positiveInt('seats')) problems.push('seats (a positive integer)');
   if (!Array.isArray(claims.features) || !claims.features.every((f) => typeof f === 'string')) problems.push('features (a list of names)');
   if (!positiveInt('maxRateLimitPerMinute')) problems.push('maxRateLimitPerMinute (a positive integer)');

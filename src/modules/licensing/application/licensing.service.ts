@@ -1,18 +1,16 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
+import { ConfigError } from '../../../config/environment';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { InstalledLicense, LicenseClaims, LicenseState } from '../domain/license';
-import { LicenseRow } from '../infrastructure/license.orm-entity';
+import { LicenseRepository, StoredLicense } from '../domain/license.repository';
+import { SeatLimits, SeatQuotas } from '../domain/seat-quotas';
 import { LicenseVerifier } from './license-verifier';
-import { ConfigError } from '../../../config/environment';
 
 /** Signal topic: the license was installed or removed (cached limits re-read it). */
 export const LICENSE_CHANGED = 'license.changed';
-/** Arbitrary but fixed: serializes user creation while seats are limited. */
-const SEAT_LOCK_KEY = 728_394_002;
 /** How long a process trusts its copy of the license; changes elsewhere reach it by signal sooner. */
 const CACHE_MS = 30_000;
 
@@ -31,7 +29,8 @@ export class LicensingService {
   constructor(
     private readonly config: AppConfig,
     private readonly verifier: LicenseVerifier,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly licenses: LicenseRepository,
+    private readonly seatQuotas: SeatQuotas,
     private readonly signals: Signals,
   ) {
     this.signals.on(LICENSE_CHANGED, () => (this.cached = null));
@@ -65,52 +64,31 @@ export class LicensingService {
 
   async install(key: string, installedBy: string | null): Promise<LicenseClaims> {
     const claims = await this.verifier.verify(key);
-    await this.txHost.withTransaction(async () => {
-      await this.rows.upsert({ id: 1, key, installedBy, installedAt: new Date() }, ['id']);
-      for (const listener of this.installedListeners) await listener(claims);
-    });
+    await this.store({ key, installedBy, installedAt: new Date() }, claims);
+    // After the transaction: the other processes re-read the row when they hear of it.
     this.changed();
     return claims;
   }
 
   async remove(): Promise<void> {
-    const result = await this.rows.delete({ id: 1 });
-    if (!result.affected) throw new DomainError('LICENSE_INVALID', 'No license is installed');
+    if (!(await this.licenses.remove())) throw new DomainError('LICENSE_INVALID', 'No license is installed');
     this.changed();
   }
 
   /**
-   * SEAT_LIMIT_REACHED when the installation already has as many users as the license allows.
-   * Call it in the transaction that inserts the user: it holds a lock until that ends, so two
-   * concurrent creates cannot both take the last seat.
+   * What limits the users of an organization: the license's seats (none without a valid
+   * license) and the organization's own quota. The users module counts and checks.
    */
-  /**
-   * SEAT_LIMIT_REACHED when the organization has used its own quota (so one organization
-   * cannot take every seat of the installation from the others), or the license's seats are
-   * all taken.
-   */
-  async assertSeatAvailable(organizationId: string): Promise<void> {
-    const seats = (await this.state()).seats;
-    await this.txHost.tx.query('SELECT pg_advisory_xact_lock($1)', [SEAT_LOCK_KEY]);
-    const [quota] = await this.txHost.tx.query<Array<{ seat_quota: number | null; used: string }>>(
-      'SELECT o.seat_quota, (SELECT count(*) FROM users u WHERE u.organization_id = o.id) AS used FROM organizations o WHERE o.id = $1',
-      [organizationId],
-    );
-    if (quota?.seat_quota != null && Number(quota.used) >= quota.seat_quota) {
-      throw new DomainError('SEAT_LIMIT_REACHED', `This organization has used its ${quota.seat_quota} seats`);
-    }
-    if (seats === null) return;
-    const used = await this.seatsUsed();
-    if (used >= seats) throw new DomainError('SEAT_LIMIT_REACHED', `The license allows ${seats} users and all are taken`);
+  async seatLimits(organizationId: string): Promise<SeatLimits> {
+    const installation = (await this.state()).seats;
+    return { installation, organization: await this.seatQuotas.quotaOf(organizationId) };
   }
 
-  async seatsUsed(): Promise<number> {
-    const [{ count }] = await this.txHost.tx.query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
-    return Number(count);
-  }
-
-  private get rows() {
-    return this.txHost.tx.getRepository(LicenseRow);
+  /** The row and what the listeners change with it, together or not at all. */
+  @Transactional()
+  private async store(license: StoredLicense, claims: LicenseClaims): Promise<void> {
+    await this.licenses.replace(license);
+    for (const listener of this.installedListeners) await listener(claims);
   }
 
   private load(): Promise<InstalledLicense | null> {
@@ -123,10 +101,10 @@ export class LicensingService {
   }
 
   private async read(): Promise<InstalledLicense | null> {
-    const row = await this.rows.findOneBy({ id: 1 });
-    if (!row) return null;
+    const stored = await this.licenses.find();
+    if (!stored) return null;
     try {
-      return { key: row.key, claims: await this.verifier.verify(row.key), installedAt: row.installedAt };
+      return { key: stored.key, claims: await this.verifier.verify(stored.key), installedAt: stored.installedAt };
     } catch (error) {
       // A stored license no configured key verifies (the vendor key was rotated away): none.
       this.logger.warn(`The stored license is not valid: ${(error as Error).message}`);

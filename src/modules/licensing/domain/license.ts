@@ -1,5 +1,4 @@
-import { Tier } from '../../organizations/domain/organization';
-import { lowerTier } from './tiers';
+import { lowerTier, Tier, UNLICENSED_TIER } from './tiers';
 
 /** What a license grants, from its signed claims. */
 export interface LicenseClaims {
@@ -41,7 +40,7 @@ export class LicenseState {
 
   /** The highest tier organizations may have: the license's, or starter without a valid one. */
   get maxTier(): Tier {
-    return this.valid ? this.license!.claims.tier : 'starter';
+    return this.valid ? this.license!.claims.tier : UNLICENSED_TIER;
   }
 
   /** Users the installation may have; null: no limit (no license, starter only). */

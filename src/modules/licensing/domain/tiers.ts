@@ -1,4 +1,16 @@
-import { Tier, TIERS } from '../../organizations/domain/organization';
+/**
+ * The tiers, lowest first, and what each gives. Licensing is their one home: organizations,
+ * the DTOs, the CLI and the vendor tool take them from here.
+ */
+export const TIERS = ['starter', 'team', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** What every organization gets without a valid license. */
+export const UNLICENSED_TIER: Tier = 'starter';
+
+export function isTier(value: unknown): value is Tier {
+  return TIERS.includes(value as Tier);
+}
 
 /** Requests per minute each tier allows; enterprise organizations may set their own. */
 export const TIER_RATE_LIMITS: Record<Tier, number> = { starter: 100, team: 500, enterprise: 2000 };

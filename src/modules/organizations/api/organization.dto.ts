@@ -15,8 +15,10 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
-import { Organization, SLUG_PATTERN, Tier, TIERS } from '../domain/organization';
+import { Tier, TIERS } from '../../licensing/domain/tiers';
+import { SLUG_PATTERN } from '../domain/organization';
 import { Optional } from '../../../shared/http/optional.decorator';
+import { OrganizationResponse } from '../organization.response';
 
 export class OrganizationAdminRequest {
   @ApiProperty({ example: 'admin@acme.example' })
@@ -53,30 +55,6 @@ export class CreateOrganizationRequest {
   @ValidateNested()
   @Type(() => OrganizationAdminRequest)
   admin!: OrganizationAdminRequest;
-}
-
-export class OrganizationResponse {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty() slug!: string;
-  @ApiProperty() name!: string;
-  @ApiProperty({ enum: TIERS }) tier!: Tier;
-  @ApiProperty({ type: Number, nullable: true, description: 'Enterprise only: the configured requests per minute' })
-  rateLimitPerMinute!: number | null;
-  @ApiProperty({ type: Number, nullable: true, description: 'Users the organization may have; null: only the license limits it' })
-  seatQuota!: number | null;
-  @ApiProperty({ format: 'date-time' }) createdAt!: string;
-
-  static from(o: Organization): OrganizationResponse {
-    return {
-      id: o.id,
-      slug: o.slug,
-      name: o.name,
-      tier: o.tier,
-      rateLimitPerMinute: o.rateLimitPerMinute,
-      seatQuota: o.seatQuota,
-      createdAt: o.createdAt.toISOString(),
-    };
-  }
 }
 
 export class CreatedOrganizationResponse extends OrganizationResponse {

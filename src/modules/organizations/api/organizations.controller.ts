@@ -11,9 +11,9 @@ import {
   CreatedOrganizationResponse,
   CreateOrganizationRequest,
   OrganizationPageResponse,
-  OrganizationResponse,
   UpdateOrganizationRequest,
 } from './organization.dto';
+import { OrganizationResponse } from '../organization.response';
 
 @ApiTags('organizations')
 @ApiBearerAuth()

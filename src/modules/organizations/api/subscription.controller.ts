@@ -6,7 +6,7 @@ import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { OrganizationsService } from '../application/organizations.service';
 import { Subscription, SubscriptionService } from '../application/subscription.service';
-import { TIERS, Tier } from '../domain/organization';
+import { TIERS, Tier } from '../../licensing/domain/tiers';
 
 export class UpdateSubscriptionRequest {
   @ApiProperty({ minimum: 1, description: "Requests per minute for the organization, up to the license's maximum" })

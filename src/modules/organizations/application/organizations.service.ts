@@ -7,8 +7,8 @@ import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { User } from '../../users/domain/user';
 import { UsersService } from '../../users/application/users.service';
 import { LicensingService } from '../../licensing/application/licensing.service';
-import { tierRank } from '../../licensing/domain/tiers';
-import { Organization, Tier } from '../domain/organization';
+import { Tier, tierRank } from '../../licensing/domain/tiers';
+import { Organization } from '../domain/organization';
 import { OrganizationRepository } from '../domain/organization.repository';
 
 export interface NewOrganization {

@@ -3,8 +3,8 @@ import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { LICENSE_CHANGED, LicensingService } from '../../licensing/application/licensing.service';
 import { LicenseStatus } from '../../licensing/domain/license';
-import { RATE_LIMIT_WINDOW_SECONDS, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
-import { Tier } from '../domain/organization';
+import { RATE_LIMIT_WINDOW_SECONDS, Tier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
+import { UsersService } from '../../users/application/users.service';
 import { ORGANIZATION_CHANGED, OrganizationsService } from './organizations.service';
 
 /** How long a process trusts an organization's limit; changes anywhere reach it by signal sooner. */
@@ -36,6 +36,7 @@ export class SubscriptionService {
   constructor(
     private readonly organizations: OrganizationsService,
     private readonly licensing: LicensingService,
+    private readonly users: UsersService,
     signals: Signals,
   ) {
     signals.on(ORGANIZATION_CHANGED, (id) => this.limits.delete(id));
@@ -57,7 +58,7 @@ export class SubscriptionService {
       this.organizations.require(organizationId),
       this.licensing.state(),
       this.resolve(organizationId),
-      this.licensing.seatsUsed(),
+      this.users.seatsTaken(),
     ]);
     const claims = license.license?.claims;
     return {

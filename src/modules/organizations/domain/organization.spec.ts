@@ -1,5 +1,6 @@
 import { DomainError } from '../../../shared/errors/domain-error';
-import { Organization, Tier } from './organization';
+import { Tier } from '../../licensing/domain/tiers';
+import { Organization } from './organization';
 
 describe('Organization', () => {
   it('accepts a lowercase slug and a known tier', () => {

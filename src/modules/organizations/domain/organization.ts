@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../../shared/errors/domain-error';
-
-export const TIERS = ['starter', 'team', 'enterprise'] as const;
-export type Tier = (typeof TIERS)[number];
+import { isTier, Tier, TIERS } from '../../licensing/domain/tiers';
 
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -27,7 +25,7 @@ export class Organization {
         { path: 'slug', message: 'slug must be lowercase letters, digits and dashes (1-63)' },
       ]);
     }
-    if (!TIERS.includes(input.tier)) {
+    if (!isTier(input.tier)) {
       throw new DomainError('VALIDATION_FAILED', `Unknown tier '${input.tier}'`, [
         { path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` },
       ]);

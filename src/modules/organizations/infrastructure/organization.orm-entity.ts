@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { Tier } from '../../licensing/domain/tiers';
 
 @Entity('organizations')
 @Index('organizations_slug_key', ['slug'], { unique: true })
@@ -7,7 +8,7 @@ export class OrganizationRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('varchar', { length: 63 }) slug!: string;
   @Column('varchar', { length: 200 }) name!: string;
-  @Column('varchar', { length: 16 }) tier!: 'starter' | 'team' | 'enterprise';
+  @Column('varchar', { length: 16 }) tier!: Tier;
   @Column('integer', { name: 'rate_limit_per_minute', nullable: true }) rateLimitPerMinute!: number | null;
   @Column('integer', { name: 'seat_quota', nullable: true }) seatQuota!: number | null;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;

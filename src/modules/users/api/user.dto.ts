@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsEmail, IsIn, IsString, MaxLength, MinLength } from 'class-validator';
 import { Role, ROLES } from '../../../shared/auth/principal';
-import { User } from '../domain/user';
+import { UserResponse } from '../user.response';
 import { Optional } from '../../../shared/http/optional.decorator';
 
 export class CreateUserRequest {
@@ -38,34 +38,6 @@ export class UpdateUserRequest {
   @MinLength(12)
   @MaxLength(200)
   password?: string;
-}
-
-export class UserResponse {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ format: 'uuid' }) organizationId!: string;
-  @ApiProperty() email!: string;
-  @ApiProperty({ type: String, nullable: true, description: 'From the identity provider (SSO users)' }) firstName!: string | null;
-  @ApiProperty({ type: String, nullable: true }) lastName!: string | null;
-  @ApiProperty({ enum: ROLES }) role!: Role;
-  @ApiProperty() disabled!: boolean;
-  @ApiProperty({ description: 'Instance operator: may create and list organizations' }) isOperator!: boolean;
-  @ApiProperty({ format: 'date-time' }) createdAt!: string;
-  @ApiProperty({ format: 'date-time' }) updatedAt!: string;
-
-  static from(user: User): UserResponse {
-    return {
-      id: user.id,
-      organizationId: user.organizationId,
-      email: user.email,
-      firstName: user.firstName,
-      lastName: user.lastName,
-      role: user.role,
-      disabled: user.disabled,
-      isOperator: user.isOperator,
-      createdAt: user.createdAt.toISOString(),
-      updatedAt: user.updatedAt.toISOString(),
-    };
-  }
 }
 
 export class UserPageResponse {

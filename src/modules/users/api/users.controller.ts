@@ -7,7 +7,8 @@ import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { UsersService } from '../application/users.service';
-import { CreateUserRequest, UpdateUserRequest, UserPageResponse, UserResponse } from './user.dto';
+import { CreateUserRequest, UpdateUserRequest, UserPageResponse } from './user.dto';
+import { UserResponse } from '../user.response';
 
 @ApiTags('users')
 @ApiBearerAuth()

@@ -35,11 +35,14 @@ export class UsersService {
     return this.require(caller.organizationId, id);
   }
 
-  /** Also used by organization creation and the first-start bootstrap. */
-  /** SEAT_LIMIT_REACHED past the license's seats (counted across the installation). */
+  /**
+   * Also used by organization creation and the first-start bootstrap. SEAT_LIMIT_REACHED when
+   * the organization has used its own quota (so one organization cannot take every seat of the
+   * installation from the others), or the license's seats are all taken.
+   */
   @Transactional()
   async create(organizationId: string, input: NewUser): Promise<User> {
-    await this.licensing.assertSeatAvailable(organizationId);
+    await this.assertSeatAvailable(organizationId);
     const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
     const user = User.create({
       organizationId,
@@ -52,6 +55,11 @@ export class UsersService {
     });
     await this.users.insert(user);
     return user;
+  }
+
+  /** Seats taken across the installation. */
+  seatsTaken(): Promise<number> {
+    return this.users.count();
   }
 
   @Transactional()
@@ -80,6 +88,18 @@ export class UsersService {
     if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
     assertMayManage(caller, await this.require(caller.organizationId, id));
     if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
+  }
+
+  /** In create's transaction: the seat lock holds until the user is inserted (or not). */
+  private async assertSeatAvailable(organizationId: string): Promise<void> {
+    await this.users.lockSeats();
+    const limits = await this.licensing.seatLimits(organizationId);
+    if (limits.organization !== null && (await this.users.countInOrganization(organizationId)) >= limits.organization) {
+      throw new DomainError('SEAT_LIMIT_REACHED', `This organization has used its ${limits.organization} seats`);
+    }
+    if (limits.installation !== null && (await this.users.count()) >= limits.installation) {
+      throw new DomainError('SEAT_LIMIT_REACHED', `The license allows ${limits.installation} users and all are taken`);
+    }
   }
 
   private async require(organizationId: string, id: string): Promise<User> {

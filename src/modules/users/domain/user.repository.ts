@@ -10,4 +10,15 @@ export abstract class UserRepository {
   abstract insert(user: User): Promise<void>;
   abstract update(user: User): Promise<void>;
   abstract delete(organizationId: string, id: string): Promise<boolean>;
+
+  /**
+   * Seats. Every user takes one, operators and disabled users too. `lockSeats` takes the
+   * installation's seat lock, held until the current transaction ends: call it in the
+   * transaction that inserts the user, before counting, so two concurrent creations cannot
+   * both take the last seat.
+   */
+  abstract lockSeats(): Promise<void>;
+  /** Users across the installation. */
+  abstract count(): Promise<number>;
+  abstract countInOrganization(organizationId: string): Promise<number>;
 }

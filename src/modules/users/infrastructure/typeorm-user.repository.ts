@@ -9,6 +9,9 @@ import { User } from '../domain/user';
 import { UserRepository } from '../domain/user.repository';
 import { UserRow } from './user.orm-entity';
 
+/** Arbitrary but fixed (every process of the installation must use the same): serializes user creation. */
+const SEAT_LOCK_KEY = 728_394_002;
+
 @Injectable()
 export class TypeOrmUserRepository extends UserRepository {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
@@ -55,5 +58,17 @@ export class TypeOrmUserRepository extends UserRepository {
   async delete(organizationId: string, id: string): Promise<boolean> {
     const result = await this.rows.delete({ organizationId, id });
     return (result.affected ?? 0) > 0;
+  }
+
+  async lockSeats(): Promise<void> {
+    await this.txHost.tx.query('SELECT pg_advisory_xact_lock($1)', [SEAT_LOCK_KEY]);
+  }
+
+  count(): Promise<number> {
+    return this.rows.count();
+  }
+
+  countInOrganization(organizationId: string): Promise<number> {
+    return this.rows.countBy({ organizationId });
   }
 }

@@ -1,4 +1,3 @@
-import type { Profile } from '@node-saml/passport-saml';
 import { Document, DOMParser, Element } from '@xmldom/xmldom';
 
 const DS = 'http://www.w3.org/2000/09/xmldsig#';
@@ -23,12 +22,19 @@ export function weakAlgorithm(samlResponse: string): string | null {
   return null;
 }
 
+/** What node-saml hands over for a response it validated (its Profile), as far as these checks read it. */
+export interface ValidatedResponse {
+  issuer?: string;
+  getAssertionXml?(): string;
+  getSamlResponseXml?(): string;
+}
+
 /**
  * What node-saml leaves to its caller for a login response, checked on what it verified: the
  * assertion's issuer is the configured IdP, its bearer confirmation names our ACS as the
  * recipient, and the response is addressed (Destination) to our ACS. Answers the problem, or null.
  */
-export function addressingProblem(profile: Profile, expected: { idpEntityId: string; acsUrl: string }): string | null {
+export function addressingProblem(profile: ValidatedResponse, expected: { idpEntityId: string; acsUrl: string }): string | null {
   if (profile.issuer !== expected.idpEntityId) return 'The assertion was not issued by the configured IdP';
   const assertion = parse(profile.getAssertionXml?.());
   const recipients = assertion

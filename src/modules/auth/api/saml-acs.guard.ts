@@ -3,8 +3,8 @@ import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { User } from '../../users/domain/user';
-import { weakAlgorithm } from './saml-checks';
-import { samlInvalid } from './saml.service';
+import { weakAlgorithm } from '../domain/saml-checks';
+import { samlInvalid } from '../domain/saml.errors';
 import { SAML_STRATEGY } from './saml.strategy';
 
 /**

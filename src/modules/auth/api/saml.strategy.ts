@@ -2,8 +2,8 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { MultiSamlStrategy, Profile, VerifiedCallback } from '@node-saml/passport-saml';
 import type { Request } from 'express';
 import passport from 'passport';
-import { RequestIdCache } from './saml-store';
-import { SamlService } from './saml.service';
+import { RequestIdCache } from '../application/request-id-cache';
+import { SamlSignInService } from '../application/saml-sign-in.service';
 
 export const SAML_STRATEGY = 'saml';
 
@@ -19,7 +19,7 @@ export interface SamlRequest extends Request {
  */
 @Injectable()
 export class SamlStrategy implements OnModuleInit {
-  constructor(private readonly saml: SamlService) {}
+  constructor(private readonly saml: SamlSignInService) {}
 
   onModuleInit(): void {
     // passport-saml is typed against express 4's Request; the objects are express 5's.

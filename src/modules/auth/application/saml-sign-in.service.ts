@@ -1,121 +1,48 @@
 import { Transactional } from '@nestjs-cls/transactional';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Profile, SAML, SamlConfig, ValidateInResponseTo } from '@node-saml/passport-saml';
-import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../../config/app-config';
-import { JobReconciler } from '../../../queue/job-reconciler';
-import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { allows, parseAllowList } from '../../../shared/outbound/address-policy';
-import { OrganizationsService } from '../../organizations/application/organizations.service';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
 import { UsersService } from '../../users/application/users.service';
 import { User } from '../../users/domain/user';
 import { UserRepository } from '../../users/domain/user.repository';
-import { addressingProblem } from './saml-checks';
-import { settingsFromMetadata } from './saml-metadata';
-import { assertValidSettings, DEFAULT_ATTRIBUTES, isAllowedRedirect, roleFor, SamlSettings } from './saml-settings';
-import { REQUEST_TTL_MS, RequestIdCache, SamlStore } from './saml-store';
+import { LoginCode } from '../domain/login-code';
+import { addressingProblem } from '../domain/saml-checks';
+import { isAllowedRedirect, roleFor, SAML_FEATURE, SamlSettings, serviceProviderFor } from '../domain/saml-settings';
+import { samlInvalid } from '../domain/saml.errors';
+import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
+import { RequestIdCache } from './request-id-cache';
 
-export const SAML_FEATURE = 'sso.saml';
 const NAME_ID_EMAIL = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 /** Clock difference tolerated between the IdP and us. */
 const CLOCK_SKEW_MS = 30_000;
 
-export interface SamlSettingsInput extends Partial<Omit<SamlSettings, 'attributes'>> {
-  attributes?: Partial<SamlSettings['attributes']>;
-  idpMetadataXml?: string;
-}
-
-/** The service provider's side as the IdP needs to know it. */
-export interface ServiceProvider {
-  entityId: string;
-  acsUrl: string;
-  metadataUrl: string;
-  loginUrl: string;
-}
-
-/** A failed sign-in: 401 SAML_INVALID, with a message safe to show. */
-export function samlInvalid(message: string): DomainError {
-  return new DomainError('SAML_INVALID', message);
-}
-
 /**
- * SAML single sign-on per organization (enterprise tier): settings, the SP metadata, the
- * AuthnRequest redirect, and what happens once node-saml has validated a response: the user
- * is provisioned or updated from the assertion, and gets the same token pair as a password
- * login, directly or through a one-time code.
+ * SAML single sign-on per organization (enterprise tier): the SP metadata, the AuthnRequest
+ * redirect, and what happens once node-saml has validated a response: the user is provisioned
+ * or updated from the assertion, and gets the same token pair as a password login, directly
+ * or through a one-time code.
  */
 @Injectable()
-export class SamlService implements OnApplicationBootstrap {
+export class SamlSignInService {
   private readonly logger = new Logger('Saml');
 
   constructor(
     private readonly config: AppConfig,
     private readonly store: SamlStore,
     private readonly organizations: OrganizationRepository,
-    private readonly organizationsService: OrganizationsService,
     private readonly subscriptions: SubscriptionService,
     private readonly users: UserRepository,
     private readonly usersService: UsersService,
-    private readonly reconciler: JobReconciler,
-    private readonly cls: ClsService,
   ) {}
 
-  /** SAML settings from the environment for the default organization (compose deployments). */
-  async onApplicationBootstrap(): Promise<void> {
-    this.reconciler.addChore(() => this.store.purge());
-    const fromEnv = this.config.samlFromEnv;
-    if (!fromEnv) return;
-    await this.cls.run(async () => {
-      const organization = await this.organizations.findBySlug('default');
-      if (!organization) return;
-      const settings = this.normalize({
-        idpEntityId: fromEnv.idpEntityId,
-        idpSsoUrl: fromEnv.idpSsoUrl,
-        idpCertificates: [fromEnv.idpCertificate],
-        defaultRole: fromEnv.defaultRole,
-        enforced: fromEnv.enforced,
-      });
-      await this.store.saveSettings(organization.id, settings);
-      this.logger.log(`SAML for organization 'default' configured from the environment (IdP ${settings.idpEntityId})`);
-    });
-  }
-
-  serviceProvider(slug: string): ServiceProvider {
-    const base = `${this.config.publicUrl}/api/auth/saml/${slug}`;
-    return { entityId: `${base}/metadata`, acsUrl: `${base}/acs`, metadataUrl: `${base}/metadata`, loginUrl: `${base}/login` };
-  }
-
-  async settings(caller: Principal): Promise<{ settings: SamlSettings; organization: Organization }> {
-    await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    const organization = await this.organizationsService.require(caller.organizationId);
-    const settings = await this.store.settings(caller.organizationId);
-    if (!settings) throw new DomainError('NOT_FOUND', 'SAML is not configured for this organization');
-    return { settings, organization };
-  }
-
-  async configure(caller: Principal, input: SamlSettingsInput): Promise<{ settings: SamlSettings; organization: Organization }> {
-    await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    const organization = await this.organizationsService.require(caller.organizationId);
-    const settings = this.normalize(input);
-    await this.store.saveSettings(organization.id, settings);
-    this.logger.log({ msg: 'SAML settings saved', organization: organization.slug, idp: settings.idpEntityId, by: caller.userId });
-    return { settings, organization };
-  }
-
-  async remove(caller: Principal): Promise<void> {
-    await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    if (!(await this.store.deleteSettings(caller.organizationId)))
-      throw new DomainError('NOT_FOUND', 'SAML is not configured for this organization');
-  }
-
   /** node-saml's options for the organization, with a request-id cache of this request's own. */
-  async options(slug: string): Promise<{ options: SamlConfig; cache: RequestIdCache; organization: Organization; settings: SamlSettings }> {
+  async options(slug: string): Promise<{ options: SamlConfig; cache: RequestIdCache; settings: SamlSettings }> {
     const { organization, settings } = await this.enabled(slug);
-    const sp = this.serviceProvider(slug);
+    const sp = serviceProviderFor(this.config.publicUrl, slug);
     const cache = new RequestIdCache(this.store, organization.id);
     const options: SamlConfig = {
       issuer: sp.entityId,
@@ -135,7 +62,7 @@ export class SamlService implements OnApplicationBootstrap {
       requestIdExpirationPeriodMs: REQUEST_TTL_MS,
       cacheProvider: cache,
     };
-    return { options, cache, organization, settings };
+    return { options, cache, settings };
   }
 
   /** The IdP URL with a fresh AuthnRequest (HTTP-Redirect binding); its id is remembered. */
@@ -162,7 +89,10 @@ export class SamlService implements OnApplicationBootstrap {
   async signIn(slug: string, profile: Profile | null, cache: RequestIdCache): Promise<User> {
     const { organization, settings } = await this.enabled(slug);
     if (!profile) throw samlInvalid('The response carries no assertion');
-    const problem = addressingProblem(profile, { idpEntityId: settings.idpEntityId, acsUrl: this.serviceProvider(slug).acsUrl });
+    const problem = addressingProblem(profile, {
+      idpEntityId: settings.idpEntityId,
+      acsUrl: serviceProviderFor(this.config.publicUrl, slug).acsUrl,
+    });
     if (problem) throw samlInvalid(problem);
     if (!cache.claimed) throw samlInvalid('This response was already used');
     const attributes = profile.attributes as Record<string, unknown> | undefined;
@@ -199,14 +129,28 @@ export class SamlService implements OnApplicationBootstrap {
     return user;
   }
 
-  issueCode(user: User): Promise<string> {
-    return this.store.issueCode(user.organizationId, user.id);
+  /**
+   * Where a browser goes after signing in: back to `relayState`, which the settings must
+   * allow, with a one-time code for the token pair (never the tokens themselves).
+   */
+  async redirectWithCode(slug: string, user: User, relayState: string): Promise<string> {
+    const { settings } = await this.enabled(slug);
+    if (!isAllowedRedirect(settings, relayState)) {
+      throw new DomainError('VALIDATION_FAILED', 'The RelayState is not one of the allowed redirects', [
+        { path: 'RelayState', message: 'RelayState must start with one of the allowedRedirects of the SAML settings' },
+      ]);
+    }
+    const { code, record } = LoginCode.issue({ userId: user.id, organizationId: user.organizationId });
+    await this.store.saveCode(record);
+    const target = new URL(relayState);
+    target.searchParams.set('code', code);
+    return target.toString();
   }
 
   /** The user a one-time code was issued for; the code is spent either way. */
   async exchange(code: string): Promise<User> {
-    const used = await this.store.useCode(code);
-    const user = used ? await this.users.findById(used.organizationId, used.userId) : null;
+    const record = await this.store.takeCode(LoginCode.hash(code));
+    const user = record?.isLive() ? await this.users.findById(record.props.organizationId, record.props.userId) : null;
     if (!user?.canSignIn) throw samlInvalid('The code is unknown, used or expired');
     return user;
   }
@@ -218,30 +162,6 @@ export class SamlService implements OnApplicationBootstrap {
     if (!organization || !settings?.enabled) throw new DomainError('NOT_FOUND', `No SAML sign-in for '${slug}'`);
     await this.subscriptions.assertFeature(organization.id, SAML_FEATURE);
     return { organization, settings };
-  }
-
-  private normalize(input: SamlSettingsInput): SamlSettings {
-    const fromMetadata: Partial<SamlSettings> = input.idpMetadataXml ? settingsFromMetadata(input.idpMetadataXml) : {};
-    const settings: SamlSettings = {
-      idpEntityId: input.idpEntityId ?? fromMetadata.idpEntityId ?? '',
-      idpSsoUrl: input.idpSsoUrl ?? fromMetadata.idpSsoUrl ?? '',
-      idpCertificates: input.idpCertificates ?? fromMetadata.idpCertificates ?? [],
-      attributes: { ...DEFAULT_ATTRIBUTES, ...input.attributes },
-      roleMappings: input.roleMappings ?? [],
-      defaultRole: input.defaultRole ?? 'viewer',
-      wantResponseSigned: input.wantResponseSigned ?? false,
-      allowedRedirects: input.allowedRedirects ?? [],
-      enabled: input.enabled ?? true,
-      enforced: input.enforced ?? false,
-    };
-    if (!settings.idpEntityId) {
-      throw new DomainError('VALIDATION_FAILED', 'The SAML settings are not valid', [
-        { path: 'idpEntityId', message: 'idpEntityId is required (or idpMetadataXml)' },
-      ]);
-    }
-    const allowList = parseAllowList(this.config.outboundAllowList);
-    assertValidSettings(settings, (host) => allows(allowList, { hostname: host, address: host }));
-    return settings;
   }
 }
 

@@ -2,6 +2,9 @@ import { X509Certificate } from 'node:crypto';
 import { DomainError, ErrorDetail } from '../../../shared/errors/domain-error';
 import { Role, ROLES } from '../../../shared/auth/principal';
 
+/** The tier feature SAML sign-in is part of. */
+export const SAML_FEATURE = 'sso.saml';
+
 export interface RoleMapping {
   /** A value of the groups attribute. */
   group: string;
@@ -33,6 +36,20 @@ export const DEFAULT_ATTRIBUTES: SamlSettings['attributes'] = {
   lastName: 'lastName',
   groups: 'groups',
 };
+
+/** The service provider's side (ours) as the IdP needs to know it. */
+export interface ServiceProvider {
+  entityId: string;
+  acsUrl: string;
+  metadataUrl: string;
+  loginUrl: string;
+}
+
+/** Our SAML endpoints for the organization `slug`, under the service's public URL. */
+export function serviceProviderFor(publicUrl: string, slug: string): ServiceProvider {
+  const base = `${publicUrl}/api/auth/saml/${slug}`;
+  return { entityId: `${base}/metadata`, acsUrl: `${base}/acs`, metadataUrl: `${base}/metadata`, loginUrl: `${base}/login` };
+}
 
 /**
  * Checks settings before they are saved: certificates parse (and are not expired), the IdP

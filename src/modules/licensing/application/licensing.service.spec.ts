@@ -1,0 +1,285 @@
+import { createPrivateKey } from 'node:crypto';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { Logger } from '@nestjs/common';
+import { SignJWT } from 'jose';
+import { AppConfig } from '../../../config/app-config';
+import { ConfigError } from '../../../config/environment';
+import { Signals } from '../../../queue/signals';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { LicenseClaims } from '../domain/license';
+import { LicenseRepository, StoredLicense } from '../domain/license.repository';
+import { SeatQuotas } from '../domain/seat-quotas';
+import { lowerTier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../domain/tiers';
+import { generateLicenseKeyPair, issueLicense, LicenseGrant } from './license-issuer';
+import { LicenseVerifier } from './license-verifier';
+import { LICENSE_CHANGED, LicensingService } from './licensing.service';
+
+class InMemoryLicenseRepository extends LicenseRepository {
+  stored: StoredLicense | null = null;
+  async find() {
+    return this.stored && { ...this.stored };
+  }
+  async replace(license: StoredLicense) {
+    this.stored = { ...license };
+  }
+  async remove() {
+    const had = this.stored !== null;
+    this.stored = null;
+    return had;
+  }
+}
+
+class InMemorySeatQuotas extends SeatQuotas {
+  readonly quotas = new Map<string, number | null>();
+  async quotaOf(organizationId: string) {
+    return this.quotas.get(organizationId) ?? null;
+  }
+}
+
+/** Signals of one process: what was published, and delivered to this process's handlers. */
+function localSignals() {
+  const handlers = new Map<string, Array<(id: string) => void>>();
+  const published: Array<[string, string]> = [];
+  const signals = {
+    on: (topic: string, handler: (id: string) => void) => handlers.set(topic, [...(handlers.get(topic) ?? []), handler]),
+    publish: (topic: string, id: string) => {
+      published.push([topic, id]);
+      for (const handler of handlers.get(topic) ?? []) handler(id);
+    },
+  };
+  return { signals: signals as unknown as Signals, published };
+}
+
+/** @Transactional() finds this host: a "transaction" that only marks where it begins and ends. */
+const transactions = new TransactionHost({
+  getFallbackInstance: () => null,
+  wrapWithTransaction: (_options: unknown, fn: () => Promise<unknown>, setTx: (tx: unknown) => void) => {
+    setTx({});
+    return fn();
+  },
+} as never);
+
+const vendor = generateLicenseKeyPair();
+const grant = (extra: Partial<LicenseGrant> = {}): LicenseGrant => ({ customer: 'Acme', tier: 'team', seats: 50, days: 30, ...extra });
+const DAY = 86_400_000;
+
+function setup(options: { publicKeys?: string[]; licenseKey?: string } = {}) {
+  const config = { licensePublicKeys: options.publicKeys ?? [vendor.publicKeyBase64], licenseKey: options.licenseKey } as AppConfig;
+  const licenses = new InMemoryLicenseRepository();
+  const quotas = new InMemorySeatQuotas();
+  const { signals, published } = localSignals();
+  const service = new LicensingService(config, new LicenseVerifier(config), licenses, quotas, signals);
+  return { service, licenses, quotas, published };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  const error: unknown = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof DomainError)) throw new Error(`expected a DomainError, got ${String(error)}`);
+  return error.code;
+}
+
+describe('LicensingService', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+
+  describe('without a license', () => {
+    it('limits every organization to starter and sets no seat limit', async () => {
+      const { service } = setup();
+      const state = await service.state();
+      expect(state).toMatchObject({ status: 'none', valid: false, maxTier: 'starter', seats: null, maxRateLimitPerMinute: null });
+      expect(state.effectiveTier('enterprise')).toBe('starter');
+      expect(state.warnings()).toEqual([expect.stringContaining('No license is installed')]);
+    });
+
+    it('refuses to remove what is not there', async () => {
+      expect(await codeOf(setup().service.remove())).toBe('LICENSE_INVALID');
+    });
+  });
+
+  describe('install', () => {
+    it('stores a valid key, answers its claims and tells every process', async () => {
+      const { service, licenses, published } = setup();
+      const key = await issueLicense(grant({ tier: 'team', seats: 50, maxRateLimitPerMinute: 900 }), vendor.privateKeyPem);
+      const claims = await service.install(key, 'operator-1');
+      expect(claims).toMatchObject({ sub: 'Acme', tier: 'team', seats: 50, features: ['webhooks'], maxRateLimitPerMinute: 900 });
+      expect(licenses.stored).toEqual({ key, installedBy: 'operator-1', installedAt: expect.any(Date) });
+      expect(published).toEqual([[LICENSE_CHANGED, 'installation']]);
+      const state = await service.state();
+      expect(state).toMatchObject({ status: 'valid', maxTier: 'team', seats: 50, maxRateLimitPerMinute: 900 });
+      expect(state.warnings()).toEqual([]);
+    });
+
+    it('replaces the license before it, and the cached state with it', async () => {
+      const { service, licenses } = setup();
+      await service.install(await issueLicense(grant({ tier: 'team', seats: 50 }), vendor.privateKeyPem), null);
+      expect((await service.state()).seats).toBe(50);
+      const second = await issueLicense(grant({ tier: 'enterprise', seats: 80 }), vendor.privateKeyPem);
+      await service.install(second, null);
+      expect(licenses.stored?.key).toBe(second);
+      expect(await service.state()).toMatchObject({ maxTier: 'enterprise', seats: 80 });
+    });
+
+    it('runs the listeners in the transaction that stores the row, with the claims', async () => {
+      const { service } = setup();
+      const seen: Array<{ claims: LicenseClaims; inTransaction: boolean }> = [];
+      service.onInstalled(async (claims) => {
+        seen.push({ claims, inTransaction: transactions.isTransactionActive() });
+      });
+      await service.install(await issueLicense(grant({ tier: 'enterprise' }), vendor.privateKeyPem), null);
+      expect(seen).toEqual([{ claims: expect.objectContaining({ tier: 'enterprise' }), inTransaction: true }]);
+    });
+
+    it.each<[string, () => Promise<string>]>([
+      ['a key of another vendor', () => issueLicense(grant(), generateLicenseKeyPair().privateKeyPem)],
+      ['no compact JWS', async () => 'this-is-not.a-license.key-at-all'],
+      [
+        'a tampered key',
+        async () => {
+          const [header, payload, signature] = (await issueLicense(grant(), vendor.privateKeyPem)).split('.');
+          const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as object;
+          return [header, Buffer.from(JSON.stringify({ ...claims, seats: 9_999 })).toString('base64url'), signature].join('.');
+        },
+      ],
+      [
+        'a key signed with HS256',
+        () => new SignJWT({ tier: 'team' }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode('x'.repeat(32))),
+      ],
+      [
+        'a key without seats',
+        () =>
+          new SignJWT({ tier: 'team', features: [], maxRateLimitPerMinute: 10 })
+            .setProtectedHeader({ alg: 'EdDSA' })
+            .setSubject('Acme')
+            .setIssuedAt()
+            .setExpirationTime('1d')
+            .sign(createPrivateKey(vendor.privateKeyPem)),
+      ],
+      [
+        'an unknown tier',
+        () =>
+          new SignJWT({ tier: 'gold', seats: 5, features: [], maxRateLimitPerMinute: 10 })
+            .setProtectedHeader({ alg: 'EdDSA' })
+            .setSubject('Acme')
+            .setIssuedAt()
+            .setExpirationTime('1d')
+            .sign(createPrivateKey(vendor.privateKeyPem)),
+      ],
+    ])('refuses %s with LICENSE_INVALID and keeps the license before it', async (_, makeKey) => {
+      const { service, licenses, published } = setup();
+      const before = await issueLicense(grant(), vendor.privateKeyPem);
+      await service.install(before, null);
+      let listened = false;
+      service.onInstalled(async () => {
+        listened = true;
+      });
+      expect(await codeOf(service.install(await makeKey(), null))).toBe('LICENSE_INVALID');
+      expect(licenses.stored?.key).toBe(before);
+      expect(listened).toBe(false);
+      expect(published).toHaveLength(1);
+    });
+
+    it('refuses every key when no vendor key is configured', async () => {
+      const { service } = setup({ publicKeys: [] });
+      const key = await issueLicense(grant(), vendor.privateKeyPem);
+      await expect(service.install(key, null)).rejects.toMatchObject({
+        code: 'LICENSE_INVALID',
+        message: expect.stringContaining('LICENSE_PUBLIC_KEYS'),
+      });
+    });
+  });
+
+  it('removes the license: starter again', async () => {
+    const { service, licenses, published } = setup();
+    await service.install(await issueLicense(grant({ tier: 'enterprise' }), vendor.privateKeyPem), null);
+    await service.remove();
+    expect(licenses.stored).toBeNull();
+    expect(published).toHaveLength(2);
+    expect(await service.state()).toMatchObject({ status: 'none', maxTier: 'starter' });
+  });
+
+  it('keeps an expired license and shows it, granting starter and no seat limit', async () => {
+    const { service } = setup();
+    const lastYear = new Date(Date.now() - 400 * DAY);
+    const claims = await service.install(await issueLicense(grant({ tier: 'enterprise', days: 30 }), vendor.privateKeyPem, lastYear), null);
+    expect(claims.tier).toBe('enterprise');
+    const state = await service.state();
+    expect(state).toMatchObject({ status: 'expired', valid: false, maxTier: 'starter', seats: null, maxRateLimitPerMinute: null });
+    expect(state.license?.claims.tier).toBe('enterprise');
+    expect(state.effectiveTier('team')).toBe('starter');
+    expect(state.warnings()).toEqual([expect.stringContaining('expired')]);
+  });
+
+  it('treats a stored license that no configured key verifies (a rotated vendor key) as none', async () => {
+    const { service, licenses } = setup();
+    licenses.stored = {
+      key: await issueLicense(grant(), generateLicenseKeyPair().privateKeyPem),
+      installedBy: null,
+      installedAt: new Date(),
+    };
+    expect((await service.state()).status).toBe('none');
+  });
+
+  describe('applyConfiguredKey', () => {
+    it('installs LICENSE_KEY once', async () => {
+      const licenseKey = await issueLicense(grant(), vendor.privateKeyPem);
+      const { service, licenses, published } = setup({ licenseKey });
+      await service.applyConfiguredKey();
+      await service.applyConfiguredKey();
+      expect(licenses.stored).toMatchObject({ key: licenseKey, installedBy: null });
+      expect(published).toHaveLength(1);
+    });
+
+    it('turns a key it refuses into a configuration error', async () => {
+      const { service } = setup({ licenseKey: await issueLicense(grant(), generateLicenseKeyPair().privateKeyPem) });
+      await expect(service.applyConfiguredKey()).rejects.toThrow(ConfigError);
+    });
+  });
+
+  describe('tiers', () => {
+    it("gives an organization its assigned tier up to the license's, with that tier's features and limits", async () => {
+      const { service } = setup();
+      await service.install(await issueLicense(grant({ tier: 'team' }), vendor.privateKeyPem), null);
+      const state = await service.state();
+      expect(state.effectiveTier('starter')).toBe('starter');
+      expect(state.effectiveTier('team')).toBe('team');
+      expect(state.effectiveTier('enterprise')).toBe('team');
+      expect(TIER_FEATURES[state.effectiveTier('enterprise')]).toEqual(['webhooks']);
+      expect(TIER_RATE_LIMITS).toEqual({ starter: 100, team: 500, enterprise: 2000 });
+    });
+
+    it('names the lowest tier that includes a feature', () => {
+      expect(tierIncluding('webhooks')).toBe('team');
+      expect(tierIncluding('sso.saml')).toBe('enterprise');
+      expect(tierIncluding('time-travel')).toBeUndefined();
+      expect(lowerTier('enterprise', 'starter')).toBe('starter');
+    });
+
+    it("issues a license with its tier's features unless others are granted", async () => {
+      const { service } = setup();
+      expect((await service.install(await issueLicense(grant({ tier: 'enterprise' }), vendor.privateKeyPem), null)).features).toEqual(
+        TIER_FEATURES.enterprise,
+      );
+      expect((await service.install(await issueLicense(grant({ features: ['x'] }), vendor.privateKeyPem), null)).features).toEqual(['x']);
+    });
+  });
+
+  describe('seatLimits', () => {
+    it("answers the license's seats and the organization's own quota", async () => {
+      const { service, quotas } = setup();
+      await service.install(await issueLicense(grant({ seats: 50 }), vendor.privateKeyPem), null);
+      quotas.quotas.set('org-a', 5);
+      expect(await service.seatLimits('org-a')).toEqual({ installation: 50, organization: 5 });
+      expect(await service.seatLimits('org-b')).toEqual({ installation: 50, organization: null });
+    });
+
+    it('sets no installation limit without a valid license, but keeps the quota', async () => {
+      const { service, quotas } = setup();
+      quotas.quotas.set('org-a', 3);
+      expect(await service.seatLimits('org-a')).toEqual({ installation: null, organization: 3 });
+      await service.install(await issueLicense(grant({ seats: 10 }), vendor.privateKeyPem, new Date(Date.now() - 60 * DAY)), null);
+      expect(await service.seatLimits('org-a')).toEqual({ installation: null, organization: 3 });
+    });
+  });
+});

@@ -1,0 +1,31 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Tier, TIERS } from '../licensing/domain/tiers';
+import { Organization } from './domain/organization';
+
+/**
+ * The organization as the API shows it: the organizations module's published representation,
+ * which other modules' APIs embed (auth's /me) instead of reaching into this module's api/.
+ */
+export class OrganizationResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty() slug!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ enum: TIERS }) tier!: Tier;
+  @ApiProperty({ type: Number, nullable: true, description: 'Enterprise only: the configured requests per minute' })
+  rateLimitPerMinute!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'Users the organization may have; null: only the license limits it' })
+  seatQuota!: number | null;
+  @ApiProperty({ format: 'date-time' }) createdAt!: string;
+
+  static from(o: Organization): OrganizationResponse {
+    return {
+      id: o.id,
+      slug: o.slug,
+      name: o.name,
+      tier: o.tier,
+      rateLimitPerMinute: o.rateLimitPerMinute,
+      seatQuota: o.seatQuota,
+      createdAt: o.createdAt.toISOString(),
+    };
+  }
+}

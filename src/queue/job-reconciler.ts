@@ -21,16 +21,16 @@ export interface UnfinishedRecord {
 }
 
 /** Records that live on a queue's jobs: what the reconciler needs to keep them moving. */
-export interface DurableRecords {
+export interface DurableRecords<T extends UnfinishedRecord = UnfinishedRecord> {
   queue: string;
   /** Unfinished records older than `olderThanMs`, oldest first. */
-  unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRecord[]>;
+  unfinished(olderThanMs: number, limit: number): Promise<T[]>;
   /** Points the record at a new job, if it is still unfinished and on `fromJobId`. */
   moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   /** The job data that carries the record. */
   jobData(id: string): object;
-  /** Fails a record that is still unfinished and on `jobId`; true when it did. */
-  abandon(id: string, jobId: string | null): Promise<boolean>;
+  /** Fails a record that is still unfinished and on its job; true when it did. */
+  abandon(record: T): Promise<boolean>;
 }
 
 /**
@@ -44,7 +44,7 @@ export interface DurableRecords {
 @Injectable()
 export class JobReconciler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('JobReconciler');
-  private readonly sources: DurableRecords[] = [];
+  private readonly sources: Array<DurableRecords<UnfinishedRecord>> = [];
   private readonly chores: Array<() => Promise<unknown>> = [];
   private timer?: NodeJS.Timeout;
   private running = false;
@@ -56,8 +56,8 @@ export class JobReconciler implements OnApplicationBootstrap, OnApplicationShutd
     private readonly cls: ClsService,
   ) {}
 
-  register(source: DurableRecords): void {
-    this.sources.push(source);
+  register<T extends UnfinishedRecord>(source: DurableRecords<T>): void {
+    this.sources.push(source as unknown as DurableRecords<UnfinishedRecord>);
   }
 
   /** Housekeeping run on every pass (e.g. forgetting expired idempotency keys). */
@@ -87,7 +87,7 @@ export class JobReconciler implements OnApplicationBootstrap, OnApplicationShutd
         );
         for (const orphan of candidates.filter((c) => !c.jobId || !live.has(c.jobId))) {
           if (!orphan.recoverable) {
-            if (await source.abandon(orphan.id, orphan.jobId)) result.failed++;
+            if (await source.abandon(orphan)) result.failed++;
           } else if (await this.requeue(source, orphan)) {
             result.requeued++;
           }

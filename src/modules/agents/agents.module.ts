@@ -1,12 +1,10 @@
 import { Module } from '@nestjs/common';
-import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
 import { PluginsModule } from '../plugins/plugins.module';
 import { AgentsController } from './api/agents.controller';
 import { AgentExecutor } from './application/agent-executor';
-import { AgentMetrics } from './application/agent-metrics';
 import { AgentSteps } from './application/agent-steps';
 import { AgentsService, AgentUsage } from './application/agents.service';
-import { ExecutionRecords } from './application/execution-records';
+import { ExecutionJobs } from './application/execution-jobs';
 import { ExecutionsService } from './application/executions.service';
 import { AgentRepository } from './domain/agent.repository';
 import { ExecutionRepository } from './domain/execution.repository';
@@ -21,10 +19,8 @@ import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.r
     AgentUsage,
     ExecutionsService,
     AgentExecutor,
-    ExecutionRecords,
-    AgentMetrics,
+    ExecutionJobs,
     AgentSteps,
-    IdempotencyKeys,
     { provide: AgentRepository, useClass: TypeOrmAgentRepository },
     { provide: ExecutionRepository, useClass: TypeOrmExecutionRepository },
   ],

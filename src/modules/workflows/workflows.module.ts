@@ -1,11 +1,9 @@
 import { Module } from '@nestjs/common';
-import { IdempotencyKeys } from '../../shared/idempotency/idempotency-keys';
 import { AgentsModule } from '../agents/agents.module';
 import { PluginsModule } from '../plugins/plugins.module';
 import { WorkflowsController } from './api/workflows.controller';
 import { RunEngine } from './application/run-engine';
-import { RunMetrics } from './application/run-metrics';
-import { RunRecords } from './application/run-records';
+import { RunJobs } from './application/run-jobs';
 import { RunsService } from './application/runs.service';
 import { WorkflowsService } from './application/workflows.service';
 import { RunRepository, WorkflowRepository } from './domain/workflow.repository';
@@ -19,9 +17,7 @@ import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.rep
     WorkflowsService,
     RunsService,
     RunEngine,
-    RunRecords,
-    RunMetrics,
-    IdempotencyKeys,
+    RunJobs,
     { provide: WorkflowRepository, useClass: TypeOrmWorkflowRepository },
     { provide: RunRepository, useClass: TypeOrmRunRepository },
   ],

@@ -1,5 +1,4 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   IsIn,
   IsInt,
@@ -116,29 +115,6 @@ export class AgentListQuery extends PageQuery {
   @IsString()
   @Matches(KIND, { message: 'kind must look like <plugin>.<kind>' })
   kind?: string;
-}
-
-export class ExecuteRequestBody {
-  @ApiPropertyOptional({ description: "Any JSON; checked against the agent's inputSchema", example: { text: 'hello' } })
-  @IsOptional()
-  input?: unknown;
-}
-
-export const MAX_WAIT_SECONDS = 120;
-
-export class ExecuteQuery {
-  @ApiPropertyOptional({
-    minimum: 0,
-    maximum: MAX_WAIT_SECONDS,
-    default: 30,
-    description: 'Seconds to wait for the result; 0 answers 202 at once',
-  })
-  @Optional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(MAX_WAIT_SECONDS)
-  wait: number = 30;
 }
 
 export class HistoryQuery extends PageQuery {

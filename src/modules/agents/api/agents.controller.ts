@@ -23,13 +23,12 @@ import {
   AgentPageResponse,
   AgentResponse,
   CreateAgentRequest,
-  ExecuteQuery,
-  ExecuteRequestBody,
   ExecutionPageResponse,
   ExecutionResponse,
   HistoryQuery,
   UpdateAgentRequest,
 } from './agent.dto';
+import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
 
 @ApiTags('agents')
 @ApiBearerAuth()

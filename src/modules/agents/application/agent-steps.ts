@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { Signals } from '../../../queue/signals';
-import { CallOutcome, CapabilityRunner } from '../../plugins/application/capability-runner';
+import { CANCELED, Outcome } from '../../../shared/jobs/outcome';
+import { CapabilityRunner } from '../../plugins/application/capability-runner';
 import { Agent } from '../domain/agent';
 import { AgentRepository } from '../domain/agent.repository';
 import { isFinished } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
-import { AgentMetrics } from './agent-metrics';
-import { EXECUTION_FINISHED } from './execution-job';
+import { ExecutionJobs } from './execution-jobs';
 
 export interface AgentStepAttempt {
   agent: Agent;
@@ -33,8 +32,7 @@ export class AgentSteps {
     private readonly agents: AgentRepository,
     private readonly executions: ExecutionRepository,
     private readonly runner: CapabilityRunner,
-    private readonly metrics: AgentMetrics,
-    private readonly signals: Signals,
+    private readonly jobs: ExecutionJobs,
   ) {}
 
   /** The agent, for its config and defaults; null once deleted. */
@@ -43,7 +41,7 @@ export class AgentSteps {
   }
 
   /** One attempt. An execution already final (a worker died after recording it) answers its outcome again. */
-  async attempt(step: AgentStepAttempt): Promise<CallOutcome> {
+  async attempt(step: AgentStepAttempt): Promise<Outcome> {
     const { agent } = step;
     const started = await this.executions.startOwned({
       id: step.executionId,
@@ -67,11 +65,11 @@ export class AgentSteps {
           ? { status: 'succeeded', output: recorded.output }
           : {
               status: recorded.status as 'failed' | 'timed_out' | 'canceled',
-              error: recorded.error ?? { code: 'CANCELED', message: 'Canceled' },
+              error: recorded.error ?? CANCELED,
             };
       }
     }
-    this.metrics.reached(agent.kind, 'running');
+    this.jobs.metrics.reached({ kind: agent.kind }, 'running');
     return this.runner.run({
       kind: 'agentKinds',
       qualified: agent.kind,
@@ -87,11 +85,8 @@ export class AgentSteps {
   }
 
   /** Records the step's final outcome on its execution. */
-  async finish(agent: Agent, executionId: string, outcome: CallOutcome): Promise<void> {
+  async finish(agent: Agent, executionId: string, outcome: Outcome): Promise<void> {
     const [finished] = await this.executions.finish([{ id: executionId, outcome }]);
-    if (finished) {
-      this.metrics.finished(agent.kind, finished);
-      this.signals.publish(EXECUTION_FINISHED, executionId, finished);
-    }
+    if (finished) this.jobs.announceFinished(finished, { kind: agent.kind });
   }
 }

@@ -1,19 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { awaitFinal } from '../../../queue/await-final';
-import { JobQueue } from '../../../queue/job-queue';
-import { Signals } from '../../../queue/signals';
+import { Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { IdempotencyKeys } from '../../../shared/idempotency/idempotency-keys';
+import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { Execution, HistoryFilter, isFinished, Trigger } from '../domain/execution';
+import { Execution, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
-import { AgentMetrics } from './agent-metrics';
 import { AgentsService } from './agents.service';
-import { AGENT_QUEUE, EXECUTION_CANCELED, EXECUTION_FINISHED, ExecutionJob, jobOptions } from './execution-job';
+import { ExecutionJobs, jobOptions } from './execution-jobs';
 
 export interface ExecuteRequest {
   agentId: string;
@@ -33,10 +30,7 @@ export class ExecutionsService {
   constructor(
     private readonly agents: AgentsService,
     private readonly executions: ExecutionRepository,
-    private readonly idempotency: IdempotencyKeys,
-    private readonly queue: JobQueue,
-    private readonly signals: Signals,
-    private readonly metrics: AgentMetrics,
+    private readonly jobs: ExecutionJobs,
   ) {}
 
   /**
@@ -44,18 +38,8 @@ export class ExecutionsService {
    * to `waitSeconds` for it to finish. Answers the execution as it then stands.
    */
   async execute(organizationId: string, request: ExecuteRequest): Promise<Execution> {
-    const { execution, created, kind } = await this.enqueue(organizationId, request);
-    if (created) this.metrics.reached(kind, 'queued');
-    return awaitFinal(this.signals, this.queue, {
-      record: execution,
-      created,
-      queue: AGENT_QUEUE,
-      finished: EXECUTION_FINISHED,
-      id: execution.id,
-      waitSeconds: request.waitSeconds,
-      isFinal: isFinished,
-      read: () => this.executions.findById(execution.id),
-    });
+    const { submitted, kind } = await this.enqueue(organizationId, request);
+    return this.jobs.settle(submitted, { kind }, request.waitSeconds);
   }
 
   async get(caller: Principal, agentId: string, id: string): Promise<Execution> {
@@ -71,53 +55,43 @@ export class ExecutionsService {
 
   /** Queued or running -> canceled; a running plugin call is aborted through its signal. */
   async cancel(caller: Principal, agentId: string, id: string): Promise<Execution> {
-    const canceled = await this.executions.cancel(caller.organizationId, agentId, id);
+    const agent = await this.agents.get(caller.organizationId, agentId);
+    const canceled = await this.executions.cancel(caller.organizationId, agentId, id, CANCELED);
     if (!canceled) {
       const execution = await this.get(caller, agentId, id);
       throw new DomainError('NOT_CANCELABLE', `The execution is already ${execution.status} and cannot be canceled`);
     }
-    const agent = await this.agents.get(caller.organizationId, agentId);
-    this.metrics.finished(agent.kind, canceled);
-    this.signals.publish(EXECUTION_CANCELED, id);
-    this.signals.publish(EXECUTION_FINISHED, id, canceled);
+    this.jobs.canceled(canceled, { kind: agent.kind });
     return canceled;
   }
 
   @Transactional()
-  private async enqueue(
-    organizationId: string,
-    request: ExecuteRequest,
-  ): Promise<{ execution: Execution; created: boolean; kind: string }> {
+  private async enqueue(organizationId: string, request: ExecuteRequest): Promise<{ submitted: Submitted<Execution>; kind: string }> {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);
     if (agent.inputSchema) assertTenantSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
-
     const id = randomUUID();
-    if (request.idempotencyKey) {
-      const scope = { organizationId, scope: `agent:${agent.id}`, key: request.idempotencyKey, body: { input: request.input } };
-      const earlier = await this.idempotency.claim(scope, id);
-      if (earlier) {
-        const execution = await this.executions.findById(earlier);
-        if (execution) return { execution, created: false, kind: agent.kind };
-      }
-    }
-    const execution: Execution = {
-      id,
-      organizationId,
-      agentId: agent.id,
-      status: 'queued',
-      input: request.input ?? null,
-      output: null,
-      error: null,
-      attempts: 0,
-      jobId: randomUUID(),
-      triggeredBy: request.triggeredBy,
-      createdAt: new Date(),
-      startedAt: null,
-      finishedAt: null,
-    };
-    await this.executions.insert(execution);
-    await this.queue.send(AGENT_QUEUE, { executionId: id } satisfies ExecutionJob, { ...jobOptions(agent), id: execution.jobId! });
-    return { execution, created: true, kind: agent.kind };
+    const submitted = await this.jobs.enqueue({
+      record: {
+        id,
+        organizationId,
+        agentId: agent.id,
+        status: 'queued',
+        input: request.input ?? null,
+        output: null,
+        error: null,
+        attempts: 0,
+        jobId: randomUUID(),
+        triggeredBy: request.triggeredBy,
+        createdAt: new Date(),
+        startedAt: null,
+        finishedAt: null,
+      },
+      sendOptions: jobOptions(agent),
+      idempotency: request.idempotencyKey
+        ? { organizationId, scope: `agent:${agent.id}`, key: request.idempotencyKey, body: { input: request.input } }
+        : undefined,
+    });
+    return { submitted, kind: agent.kind };
   }
 }

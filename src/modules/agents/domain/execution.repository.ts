@@ -1,5 +1,6 @@
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { AttemptOutcome, Execution, ExecutionFailure, HistoryFilter } from './execution';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Execution, HistoryFilter } from './execution';
 
 /** An execution taken by a worker, with what it needs to run. */
 export interface StartedAttempt {
@@ -13,6 +14,8 @@ export interface StartedAttempt {
 /** An unfinished execution as the reconciler sees it. */
 export interface UnfinishedExecution {
   id: string;
+  /** The agent's kind, for metrics. */
+  kind: string;
   jobId: string | null;
   attempts: number;
   maxAttempts: number;
@@ -34,15 +37,15 @@ export abstract class ExecutionRepository {
    * Records final outcomes of running executions, answering each updated execution, or null
    * where it was no longer running (canceled meanwhile).
    */
-  abstract finish(outcomes: Array<{ id: string; outcome: AttemptOutcome }>): Promise<Array<Execution | null>>;
+  abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Execution | null>>;
   /**
    * Starts an attempt of an execution a workflow step owns: inserted as `running` the first
    * time, attempts + 1 after. Null when it is already final (the answer is on record).
    */
   abstract startOwned(execution: Execution): Promise<Execution | null>;
   /** Back to `queued` to wait for its retry, with the last attempt's error. */
-  abstract awaitRetry(id: string, error: ExecutionFailure): Promise<boolean>;
-  abstract cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
+  abstract awaitRetry(id: string, error: Failure): Promise<boolean>;
+  abstract cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null>;
   /**
    * Unfinished executions on their own jobs (not steps of a workflow run, which the run's job
    * carries) older than `olderThanMs`, oldest first, for the reconciler.
@@ -51,5 +54,5 @@ export abstract class ExecutionRepository {
   /** Points the execution at a new job, if it is still unfinished and on the old one. */
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   /** Fails an unfinished execution that is on the given job. */
-  abstract abandon(id: string, jobId: string | null, error: ExecutionFailure): Promise<Execution | null>;
+  abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Execution | null>;
 }

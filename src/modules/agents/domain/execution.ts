@@ -1,14 +1,11 @@
+import { Failure } from '../../../shared/jobs/outcome';
+
 /** Where an execution is. `queued` also covers "waiting to retry"; the last four are final. */
 export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
 /** Statuses an execution can still leave; every status write is guarded on these in SQL. */
 export const UNFINISHED: readonly ExecutionStatus[] = ['queued', 'running'];
-
-export interface ExecutionFailure {
-  code: string;
-  message: string;
-}
 
 /** Who started it: a user through the API, or a workflow run's step. */
 export interface Trigger {
@@ -23,7 +20,7 @@ export interface Execution {
   status: ExecutionStatus;
   input: unknown;
   output: unknown;
-  error: ExecutionFailure | null;
+  error: Failure | null;
   attempts: number;
   jobId: string | null;
   triggeredBy: Trigger;
@@ -39,10 +36,6 @@ export function isFinished(execution: Pick<Execution, 'status'>): boolean {
 export function durationMs(execution: Pick<Execution, 'startedAt' | 'finishedAt'>): number | null {
   return execution.startedAt && execution.finishedAt ? execution.finishedAt.getTime() - execution.startedAt.getTime() : null;
 }
-
-/** How one attempt ended. */
-export type AttemptOutcome =
-  { status: 'succeeded'; output: unknown } | { status: 'failed' | 'timed_out' | 'canceled'; error: ExecutionFailure };
 
 export interface HistoryFilter {
   status?: ExecutionStatus;

@@ -3,7 +3,8 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { AttemptOutcome, Execution, ExecutionFailure, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Execution, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
 
 interface RawExecution {
@@ -13,7 +14,7 @@ interface RawExecution {
   status: ExecutionStatus;
   input: unknown;
   output: unknown;
-  error: ExecutionFailure | null;
+  error: Failure | null;
   attempts: number;
   job_id: string | null;
   triggered_by: Trigger;
@@ -75,7 +76,7 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     }));
   }
 
-  async finish(outcomes: Array<{ id: string; outcome: AttemptOutcome }>): Promise<Array<Execution | null>> {
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Execution | null>> {
     const input = outcomes.map(({ id, outcome }) => ({
       id,
       status: outcome.status,
@@ -108,7 +109,7 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return row ? toExecution(row) : null;
   }
 
-  async awaitRetry(id: string, error: ExecutionFailure): Promise<boolean> {
+  async awaitRetry(id: string, error: Failure): Promise<boolean> {
     const rows = await this.returning(
       `UPDATE agent_executions SET status = 'queued', error = $2 WHERE id = $1 AND status = 'running' RETURNING id`,
       [id, json(error)],
@@ -116,28 +117,34 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return rows.length > 0;
   }
 
-  async cancel(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
+  async cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null> {
     const [row] = await this.returning<RawExecution>(
-      `UPDATE agent_executions SET status = 'canceled', finished_at = now(),
-         error = '{"code":"CANCELED","message":"The execution was canceled"}'::jsonb
+      `UPDATE agent_executions SET status = 'canceled', finished_at = now(), error = $4
        WHERE organization_id = $1 AND agent_id = $2 AND id = $3 AND ${UNFINISHED_SQL} RETURNING *`,
-      [organizationId, agentId, id],
+      [organizationId, agentId, id, json(error)],
     );
     return row ? toExecution(row) : null;
   }
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]> {
     const rows = await this.txHost.tx.query<
-      Array<{ id: string; job_id: string | null; attempts: number; max_attempts: number; timeout_ms: number }>
+      Array<{ id: string; kind: string; job_id: string | null; attempts: number; max_attempts: number; timeout_ms: number }>
     >(
-      `SELECT e.id, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
+      `SELECT e.id, a.kind, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
        FROM agent_executions e JOIN agents a ON a.id = e.agent_id
        WHERE e.${UNFINISHED_SQL} AND e.created_at < now() - make_interval(secs => $1::double precision / 1000)
          AND e.triggered_by->>'type' = 'user'
        ORDER BY e.created_at LIMIT $2`,
       [olderThanMs, limit],
     );
-    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts, maxAttempts: r.max_attempts, timeoutMs: r.timeout_ms }));
+    return rows.map((r) => ({
+      id: r.id,
+      kind: r.kind,
+      jobId: r.job_id,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      timeoutMs: r.timeout_ms,
+    }));
   }
 
   async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
@@ -149,7 +156,7 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return rows.length > 0;
   }
 
-  async abandon(id: string, jobId: string | null, error: ExecutionFailure): Promise<Execution | null> {
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<Execution | null> {
     const [row] = await this.returning<RawExecution>(
       `UPDATE agent_executions SET status = 'failed', error = $3, finished_at = now()
        WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED_SQL} RETURNING *`,

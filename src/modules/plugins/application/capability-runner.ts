@@ -1,15 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { canceled, failed, Outcome } from '../../../shared/jobs/outcome';
 import { ExecutionError, PluginLogger } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
 import { PluginsService } from './plugins.service';
-
-export interface CallFailure {
-  code: string;
-  message: string;
-}
-
-/** How one call of an agent kind or action ended. */
-export type CallOutcome = { status: 'succeeded'; output: unknown } | { status: 'failed' | 'timed_out' | 'canceled'; error: CallFailure };
 
 export interface CapabilityCall {
   kind: 'agentKinds' | 'actions';
@@ -32,7 +26,7 @@ export interface CapabilityCall {
 /** Failures worth another attempt: the remote side may answer next time. */
 const RETRYABLE = new Set(['UPSTREAM_ERROR', 'AGENT_TIMEOUT', 'AGENT_CRASHED']);
 
-export function isRetryable(outcome: CallOutcome): boolean {
+export function isRetryable(outcome: Outcome): outcome is Exclude<Outcome, { status: 'succeeded' }> {
   return outcome.status !== 'succeeded' && outcome.status !== 'canceled' && RETRYABLE.has(outcome.error.code);
 }
 
@@ -50,15 +44,25 @@ export class CapabilityRunner {
     private readonly plugins: PluginsService,
   ) {}
 
-  /** The installation's config (secrets decrypted), or null when the plugin is not installed. */
-  pluginConfig(organizationId: string, slug: string): Promise<Record<string, unknown> | null> {
-    return this.plugins.get(organizationId, slug).then(
-      ({ installation }) => installation.config,
-      () => null,
-    );
+  /**
+   * The installation's config (secrets decrypted), or null when the plugin is not installed.
+   * Any other failure (the database is away) propagates: the caller's job is tried again.
+   */
+  async pluginConfig(organizationId: string, slug: string): Promise<Record<string, unknown> | null> {
+    try {
+      return (await this.plugins.get(organizationId, slug)).installation.config;
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'PLUGIN_NOT_FOUND') return null;
+      throw error;
+    }
   }
 
-  async run(call: CapabilityCall): Promise<CallOutcome> {
+  /** A cache of installation configs for work that calls plugins many times (a worker, a run). */
+  configs(ttlMs = Infinity): PluginConfigs {
+    return new PluginConfigs(this, ttlMs);
+  }
+
+  async run(call: CapabilityCall): Promise<Outcome> {
     const found = this.registry.capability(call.kind, call.qualified);
     if (!call.pluginConfig) return failed('PLUGIN_NOT_FOUND', `Plugin '${call.qualified.split('.', 1)[0]}' is not installed`);
     if (!found) return failed('PLUGIN_NOT_FOUND', `'${call.qualified}' is not in the catalog`);
@@ -80,7 +84,7 @@ export class CapabilityRunner {
       );
       return { status: 'succeeded', output: output === undefined ? null : output };
     } catch (error) {
-      if (call.cancel.aborted) return { status: 'canceled', error: { code: 'CANCELED', message: 'Canceled' } };
+      if (call.cancel.aborted) return canceled();
       if (timeout.aborted) return timedOut(`Did not finish within ${call.timeoutMs} ms`);
       if (call.lease?.aborted) return failed('AGENT_CRASHED', 'The attempt outlived its lease and was abandoned');
       if (error instanceof ExecutionError)
@@ -99,12 +103,36 @@ export class CapabilityRunner {
   }
 }
 
-export function failed(code: string, message: string): CallOutcome {
-  return { status: 'failed', error: { code, message } };
+function timedOut(message: string): Outcome {
+  return { status: 'timed_out', error: { code: 'AGENT_TIMEOUT', message } };
 }
 
-function timedOut(message: string): CallOutcome {
-  return { status: 'timed_out', error: { code: 'AGENT_TIMEOUT', message } };
+/**
+ * Installation configs looked up once per organization and plugin for `ttlMs` (a changed
+ * installation is seen after that); a lookup that failed is forgotten at once, so the next
+ * one tries again.
+ */
+export class PluginConfigs {
+  private readonly cache = new Map<string, Promise<Record<string, unknown> | null>>();
+
+  constructor(
+    private readonly runner: Pick<CapabilityRunner, 'pluginConfig'>,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** `qualified` is an agent kind or an action (`<plugin>.<name>`). */
+  get(organizationId: string, qualified: string): Promise<Record<string, unknown> | null> {
+    const slug = qualified.split('.', 1)[0];
+    const key = `${organizationId}:${slug}`;
+    let config = this.cache.get(key);
+    if (!config) {
+      config = this.runner.pluginConfig(organizationId, slug);
+      config.catch(() => this.cache.delete(key));
+      this.cache.set(key, config);
+      if (Number.isFinite(this.ttlMs)) setTimeout(() => this.cache.delete(key), this.ttlMs).unref();
+    }
+    return config;
+  }
 }
 
 /** Settles with the work, or rejects as soon as the signal aborts (a plugin that ignores it is left behind). */

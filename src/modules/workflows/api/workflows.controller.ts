@@ -16,7 +16,7 @@ import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
-import { ExecuteQuery, ExecuteRequestBody } from '../../agents/api/agent.dto';
+import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
 import { RunsService } from '../application/runs.service';
 import { WorkflowsService } from '../application/workflows.service';
 import { isRunFinished } from '../domain/run';

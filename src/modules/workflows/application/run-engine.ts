@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import type { Job, JobResult } from 'pg-boss';
-import { JobQueue } from '../../../queue/job-queue';
-import { Signals } from '../../../queue/signals';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { Coalescer } from '../../../shared/batching/coalescer';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
+import { canceled, CANCELED, Failure, failed, Outcome } from '../../../shared/jobs/outcome';
 import { AgentSteps } from '../../agents/application/agent-steps';
 import { Agent } from '../../agents/domain/agent';
-import { CallOutcome, CapabilityRunner, isRetryable } from '../../plugins/application/capability-runner';
+import { CapabilityRunner, isRetryable, PluginConfigs } from '../../plugins/application/capability-runner';
 import { StepDefinition, WorkflowDefinition } from '../domain/definition';
-import { Failure, nextSteps, Run, StepStatus } from '../domain/run';
-import { RunOutcome, RunRepository, StepWrite, WorkflowRepository } from '../domain/workflow.repository';
-import { RunMetrics } from './run-metrics';
-import { RUN_CANCELED, RUN_FINISHED, RUN_QUEUE, RunJob } from './run-job';
+import { nextSteps, Run, StepStatus } from '../domain/run';
+import { RunRepository, StepWrite, WorkflowRepository } from '../domain/workflow.repository';
+import { RunJobs } from './run-jobs';
 
-/** Runs one worker loop takes at a time. */
-const BATCH_SIZE = 8;
 /** Steps of one run in flight at once. */
 const MAX_PARALLEL_STEPS = 8;
 const ACTION_TIMEOUT_MS = 30_000;
@@ -35,7 +31,7 @@ interface RunState {
   /** Aborted on cancel, timeout, a lost lease, or a failed step. */
   stop: AbortController;
   agents: Map<string, Promise<Agent | null>>;
-  pluginConfigs: Map<string, Promise<Record<string, unknown> | null>>;
+  pluginConfigs: PluginConfigs;
 }
 
 /**
@@ -47,61 +43,29 @@ interface RunState {
  */
 @Injectable()
 export class RunEngine implements OnModuleInit {
-  private readonly logger = new Logger('RunEngine');
-  private readonly running = new Map<string, AbortController>();
   private readonly definitions = new Map<string, Promise<WorkflowDefinition | null>>();
   private readonly stepWrites = new Coalescer<StepWrite, boolean>((writes) => this.runs.writeSteps(writes));
-  private readonly finishes = new Coalescer<RunOutcome, Run | null>((outcomes) => this.runs.finish(outcomes));
 
   constructor(
-    private readonly queue: JobQueue,
-    private readonly signals: Signals,
+    private readonly jobs: RunJobs,
     private readonly runs: RunRepository,
     private readonly workflows: WorkflowRepository,
     private readonly agentSteps: AgentSteps,
     private readonly runner: CapabilityRunner,
-    private readonly metrics: RunMetrics,
     private readonly expressions: ExpressionSandbox,
   ) {}
 
   onModuleInit(): void {
-    this.queue.register<RunJob>({ name: RUN_QUEUE, batchSize: BATCH_SIZE, handler: (jobs) => this.handle(jobs) });
-    this.signals.on(RUN_CANCELED, (id) => this.running.get(id)?.abort('canceled'));
+    this.jobs.work((run, signals) => this.execute(run, signals));
   }
 
-  async handle(jobs: Array<Job<RunJob>>): Promise<JobResult[]> {
-    let started: Run[];
-    try {
-      started = await this.runs.start(jobs.map((job) => job.data.runId));
-    } catch (error) {
-      this.logger.warn(`Runs not started: ${(error as Error).message}`);
-      return jobs.map((job) => ({ id: job.id, status: 'failed', output: { message: (error as Error).message } }));
-    }
-    const byId = new Map(started.map((run) => [run.id, run]));
-    return Promise.all(
-      jobs.map(async (job): Promise<JobResult> => {
-        const run = byId.get(job.data.runId);
-        if (!run) return { id: job.id, status: 'completed' };
-        try {
-          await this.execute(run, job.signal);
-          return { id: job.id, status: 'completed' };
-        } catch (error) {
-          // The database went away mid-run: what was committed stays, the rest runs again.
-          this.logger.warn(`Run ${run.id} interrupted: ${(error as Error).message}`);
-          return { id: job.id, status: 'failed', output: { message: (error as Error).message } };
-        }
-      }),
-    );
-  }
-
-  private async execute(run: Run, lease: AbortSignal): Promise<void> {
+  /** Runs a started run to its end; answers its outcome, or null when a cancel or another worker takes over. */
+  async execute(run: Run, { cancel, lease }: RunSignals): Promise<RunResult> {
     const definition = await this.definition(run);
-    if (!definition)
-      return this.finish(run, { status: 'failed', error: { code: 'WORKFLOW_NOT_FOUND', message: 'The workflow version is gone' } });
+    if (!definition) return failed('WORKFLOW_NOT_FOUND', 'The workflow version is gone');
     const left = run.startedAt!.getTime() + run.timeoutMs - Date.now();
-    if (left <= 0) return this.finish(run, { status: 'timed_out', error: runTimedOut(run) });
+    if (left <= 0) return { status: 'timed_out', error: runTimedOut(run) };
 
-    const cancel = new AbortController();
     const timeout = AbortSignal.timeout(left);
     const state: RunState = {
       run,
@@ -111,25 +75,23 @@ export class RunEngine implements OnModuleInit {
       outputs: new Map(run.steps.filter((s) => s.status === 'succeeded').map((s) => [s.id, s.output])),
       stop: new AbortController(),
       agents: new Map(),
-      pluginConfigs: new Map(),
+      pluginConfigs: this.runner.configs(),
     };
     const stopAll = () => state.stop.abort();
-    for (const signal of [cancel.signal, timeout, lease]) signal.addEventListener('abort', stopAll, { once: true });
-    this.running.set(run.id, cancel);
+    for (const signal of [cancel, timeout, lease]) signal.addEventListener('abort', stopAll, { once: true });
     let failure: Failure | null;
     try {
       failure = await this.runSteps(state);
     } finally {
-      this.running.delete(run.id);
-      for (const signal of [cancel.signal, timeout, lease]) signal.removeEventListener('abort', stopAll);
+      for (const signal of [cancel, timeout, lease]) signal.removeEventListener('abort', stopAll);
     }
 
     // Canceled through the API (already recorded), or the lease is gone (another worker resumes it).
-    if (cancel.signal.aborted || (lease.aborted && !timeout.aborted)) return;
-    if (timeout.aborted) return this.finish(run, { status: 'timed_out', error: runTimedOut(run) });
-    if (failure) return this.finish(run, { status: 'failed', error: failure });
+    if (cancel.aborted || (lease.aborted && !timeout.aborted)) return null;
+    if (timeout.aborted) return { status: 'timed_out', error: runTimedOut(run) };
+    if (failure) return { status: 'failed', error: failure };
     const output = await this.output(state);
-    return this.finish(run, 'error' in output ? { status: 'failed', error: output.error } : { status: 'succeeded', output: output.value });
+    return 'error' in output ? { status: 'failed', error: output.error } : { status: 'succeeded', output: output.value };
   }
 
   /** Runs the graph to its end; answers the failure that stopped it, if one did. */
@@ -137,11 +99,22 @@ export class RunEngine implements OnModuleInit {
     const { run, definition } = state;
     const inflight = new Map<string, Promise<void>>();
     let failure: Failure | null = null;
+    // Not a step's failure but the service's (the database went away): the run stops, then its job is tried again.
+    let thrown: { error: unknown } | null = null;
+    const crash = (error: unknown) => {
+      thrown ??= { error };
+      state.stop.abort();
+    };
     const stopped = new Promise<void>((resolve) => state.stop.signal.addEventListener('abort', () => resolve(), { once: true }));
     while (!state.stop.signal.aborted) {
       const { ready, skip } = nextSteps(definition.steps, state.status);
       if (skip.length) {
-        const applied = await Promise.all(skip.map((stepId) => this.stepWrites.add({ runId: run.id, stepId, status: 'skipped' })));
+        const applied = await Promise.all(skip.map((stepId) => this.stepWrites.add({ runId: run.id, stepId, status: 'skipped' }))).catch(
+          (error: unknown) => {
+            crash(error);
+            return [false];
+          },
+        );
         if (applied.includes(false)) break;
         for (const id of skip) state.status.set(id, 'skipped');
         continue;
@@ -157,7 +130,7 @@ export class RunEngine implements OnModuleInit {
             failure = { code: 'STEP_FAILED', message: `Step '${id}' failed: ${result.error.code}: ${result.error.message}` };
             state.stop.abort();
           }
-        });
+        }, crash);
         inflight.set(
           id,
           task.finally(() => inflight.delete(id)),
@@ -168,6 +141,7 @@ export class RunEngine implements OnModuleInit {
     }
     // Whatever still runs was aborted with the run: let it end before the run is recorded.
     await Promise.allSettled([...inflight.values()]);
+    if (thrown) throw (thrown as { error: unknown }).error;
     return failure;
   }
 
@@ -199,7 +173,7 @@ export class RunEngine implements OnModuleInit {
     const backoffMs = step.retry?.backoffMs ?? DEFAULT_BACKOFF_MS;
     const timeoutMs = step.timeoutMs ?? agent?.timeoutMs ?? ACTION_TIMEOUT_MS;
 
-    let outcome: CallOutcome;
+    let outcome: Outcome;
     for (let attempt = 1; ; attempt++) {
       if (!(await write({ status: 'running', attempts: (previous?.attempts ?? 0) + attempt, input, executionId })))
         return { status: 'canceled' };
@@ -211,13 +185,13 @@ export class RunEngine implements OnModuleInit {
             stepId: step.id,
             input,
             timeoutMs,
-            pluginConfig: await this.pluginConfig(state, agent.kind),
+            pluginConfig: await state.pluginConfigs.get(run.organizationId, agent.kind),
             cancel: signal,
           })
         : await this.runner.run({
             kind: 'actions',
             qualified: step.action!,
-            pluginConfig: await this.pluginConfig(state, step.action!),
+            pluginConfig: await state.pluginConfigs.get(run.organizationId, step.action!),
             config: step.with ?? {},
             input,
             timeoutMs,
@@ -267,21 +241,8 @@ export class RunEngine implements OnModuleInit {
       return { value: await this.expressions.evaluate(expression, context, options) };
     } catch (error) {
       if (error instanceof ExpressionFailure) return { error: { code: error.code, message: error.message } };
-      if (signal.aborted) return { error: { code: 'CANCELED', message: 'The run was stopped' } };
+      if (signal.aborted) return { error: CANCELED };
       throw error;
-    }
-  }
-
-  private async finish(run: Run, outcome: { status: RunOutcome['status']; output?: unknown; error?: Failure }): Promise<void> {
-    const finished = await this.finishes.add({
-      id: run.id,
-      output: outcome.output ?? null,
-      status: outcome.status,
-      error: outcome.error ?? null,
-    });
-    if (finished) {
-      this.metrics.finished(finished);
-      this.signals.publish(RUN_FINISHED, run.id, finished);
     }
   }
 
@@ -301,19 +262,8 @@ export class RunEngine implements OnModuleInit {
     if (!state.agents.has(id)) state.agents.set(id, this.agentSteps.agent(state.run.organizationId, id));
     return state.agents.get(id)!;
   }
-
-  /** Once per plugin and run: `qualified` is an action or an agent kind. */
-  private pluginConfig(state: RunState, qualified: string): Promise<Record<string, unknown> | null> {
-    const slug = qualified.split('.', 1)[0];
-    if (!state.pluginConfigs.has(slug)) state.pluginConfigs.set(slug, this.runner.pluginConfig(state.run.organizationId, slug));
-    return state.pluginConfigs.get(slug)!;
-  }
 }
 
 function runTimedOut(run: Run): Failure {
   return { code: 'RUN_TIMEOUT', message: `The run did not finish within ${run.timeoutMs} ms` };
-}
-
-function canceled(): CallOutcome {
-  return { status: 'canceled', error: { code: 'CANCELED', message: 'The run was stopped' } };
 }

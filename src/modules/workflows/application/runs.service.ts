@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { awaitFinal } from '../../../queue/await-final';
-import { JobQueue } from '../../../queue/job-queue';
-import { Signals } from '../../../queue/signals';
+import { Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { IdempotencyKeys } from '../../../shared/idempotency/idempotency-keys';
+import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { WORKFLOW_LIMITS } from '../domain/definition';
-import { isRunFinished, Run } from '../domain/run';
+import { Run } from '../domain/run';
 import { HistoryFilter, RunRepository, WorkflowRepository } from '../domain/workflow.repository';
-import { RUN_CANCELED, RUN_FINISHED, RUN_QUEUE, RunJob, runJobOptions } from './run-job';
+import { RunJobs, runJobOptions } from './run-jobs';
 import { workflowNotFound, WorkflowsService } from './workflows.service';
 
 export interface RunRequest {
@@ -34,24 +32,12 @@ export class RunsService {
     private readonly workflows: WorkflowsService,
     private readonly workflowRows: WorkflowRepository,
     private readonly runs: RunRepository,
-    private readonly idempotency: IdempotencyKeys,
-    private readonly queue: JobQueue,
-    private readonly signals: Signals,
+    private readonly jobs: RunJobs,
   ) {}
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
   async run(organizationId: string, request: RunRequest): Promise<Run> {
-    const { run, created } = await this.enqueue(organizationId, request);
-    return awaitFinal(this.signals, this.queue, {
-      record: run,
-      created,
-      queue: RUN_QUEUE,
-      finished: RUN_FINISHED,
-      id: run.id,
-      waitSeconds: request.waitSeconds,
-      isFinal: isRunFinished,
-      read: () => this.runs.findById(run.id),
-    });
+    return this.jobs.settle(await this.enqueue(organizationId, request), {}, request.waitSeconds);
   }
 
   /** Runs stay readable after their workflow is deleted. */
@@ -68,65 +54,55 @@ export class RunsService {
 
   /** Queued or running -> canceled; running steps are aborted through their signal and never recorded as done. */
   async cancel(caller: Principal, workflowId: string, id: string): Promise<Run> {
-    const canceled = await this.runs.cancel(caller.organizationId, workflowId, id);
+    const canceled = await this.runs.cancel(caller.organizationId, workflowId, id, CANCELED);
     if (!canceled) {
       const run = await this.get(caller, workflowId, id);
       throw new DomainError('NOT_CANCELABLE', `The run is already ${run.status} and cannot be canceled`);
     }
-    this.signals.publish(RUN_CANCELED, id);
-    this.signals.publish(RUN_FINISHED, id, canceled);
+    this.jobs.canceled(canceled, {});
     return canceled;
   }
 
   @Transactional()
-  private async enqueue(organizationId: string, request: RunRequest): Promise<{ run: Run; created: boolean }> {
+  private async enqueue(organizationId: string, request: RunRequest): Promise<Submitted<Run>> {
     const workflow = await this.workflows.get(organizationId, request.workflowId);
     const { definition } = workflow;
     if (definition.inputSchema)
       assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${workflow.name}'`);
-
-    const id = randomUUID();
-    if (request.idempotencyKey) {
-      const scope = { organizationId, scope: `workflow:${workflow.id}`, key: request.idempotencyKey, body: { input: request.input } };
-      const earlier = await this.idempotency.claim(scope, id);
-      if (earlier) {
-        const run = await this.runs.findById(earlier);
-        if (run) return { run, created: false };
-      }
-    }
-    const run: Run = {
-      id,
-      organizationId,
-      workflowId: workflow.id,
-      workflowVersion: workflow.version,
-      status: 'queued',
-      input: request.input ?? null,
-      output: null,
-      error: null,
-      attempts: 0,
-      timeoutMs: definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default,
-      jobId: randomUUID(),
-      triggeredBy: request.triggeredBy,
-      createdAt: new Date(),
-      startedAt: null,
-      finishedAt: null,
-      steps: definition.steps.map((s) => ({
-        id: s.id,
-        status: 'pending',
-        attempts: 0,
-        input: null,
+    const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
+    return this.jobs.enqueue({
+      record: {
+        id: randomUUID(),
+        organizationId,
+        workflowId: workflow.id,
+        workflowVersion: workflow.version,
+        status: 'queued',
+        input: request.input ?? null,
         output: null,
         error: null,
-        executionId: null,
+        attempts: 0,
+        timeoutMs,
+        jobId: randomUUID(),
+        triggeredBy: request.triggeredBy,
+        createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
-      })),
-    };
-    await this.runs.insert(
-      run,
-      definition.steps.map((s) => s.id),
-    );
-    await this.queue.send(RUN_QUEUE, { runId: id } satisfies RunJob, { ...runJobOptions(run), id: run.jobId! });
-    return { run, created: true };
+        steps: definition.steps.map((s) => ({
+          id: s.id,
+          status: 'pending',
+          attempts: 0,
+          input: null,
+          output: null,
+          error: null,
+          executionId: null,
+          startedAt: null,
+          finishedAt: null,
+        })),
+      },
+      sendOptions: runJobOptions({ timeoutMs }),
+      idempotency: request.idempotencyKey
+        ? { organizationId, scope: `workflow:${workflow.id}`, key: request.idempotencyKey, body: { input: request.input } }
+        : undefined,
+    });
   }
 }

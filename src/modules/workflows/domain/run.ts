@@ -1,14 +1,10 @@
+import { Failure } from '../../../shared/jobs/outcome';
 import { StepDefinition } from './definition';
 
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const STEP_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped', 'canceled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
-
-export interface Failure {
-  code: string;
-  message: string;
-}
 
 export interface StepRun {
   id: string;

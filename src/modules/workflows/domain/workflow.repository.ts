@@ -1,5 +1,6 @@
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { Failure, Run, RunStatus, StepStatus } from './run';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Run, RunStatus, StepStatus } from './run';
 import { WorkflowDefinition } from './definition';
 import { Workflow } from './workflow';
 
@@ -42,11 +43,12 @@ export interface StepWrite {
   executionId?: string | null;
 }
 
-export interface RunOutcome {
+/** An unfinished run as the reconciler sees it. */
+export interface UnfinishedRun {
   id: string;
-  status: Extract<RunStatus, 'succeeded' | 'failed' | 'timed_out'>;
-  output: unknown;
-  error: Failure | null;
+  jobId: string | null;
+  attempts: number;
+  timeoutMs: number;
 }
 
 export interface HistoryFilter {
@@ -61,7 +63,7 @@ export interface HistoryFilter {
  */
 export abstract class RunRepository {
   /** The run and its steps, all `pending`. */
-  abstract insert(run: Run, stepIds: string[]): Promise<void>;
+  abstract insert(run: Run): Promise<void>;
   abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
   abstract findById(id: string): Promise<Run | null>;
   /** Newest first, without steps. */
@@ -71,12 +73,10 @@ export abstract class RunRepository {
   /** Applies step changes; answers, per write, whether it applied. */
   abstract writeSteps(writes: StepWrite[]): Promise<boolean[]>;
   /** Finishes running runs: running steps become canceled, pending ones skipped. Null where it was no longer running. */
-  abstract finish(outcomes: RunOutcome[]): Promise<Array<Run | null>>;
-  abstract cancel(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
-  abstract unfinished(
-    olderThanMs: number,
-    limit: number,
-  ): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>>;
+  abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Run | null>>;
+  abstract cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null>;
+  /** Unfinished runs older than `olderThanMs`, oldest first, for the reconciler. */
+  abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]>;
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null>;
 }

@@ -3,8 +3,9 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { Failure, Run, RunStatus, StepRun, StepStatus } from '../domain/run';
-import { HistoryFilter, RunOutcome, RunRepository, StepWrite } from '../domain/workflow.repository';
+import { Run, RunStatus, StepRun, StepStatus } from '../domain/run';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { HistoryFilter, RunRepository, StepWrite } from '../domain/workflow.repository';
 
 interface RawRun {
   id: string;
@@ -46,7 +47,7 @@ export class TypeOrmRunRepository extends RunRepository {
     super();
   }
 
-  async insert(run: Run, stepIds: string[]): Promise<void> {
+  async insert(run: Run): Promise<void> {
     await this.query(
       `INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10)`,
@@ -66,7 +67,7 @@ export class TypeOrmRunRepository extends RunRepository {
     await this.query(
       `INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
        SELECT $1, step_id, position - 1, 'pending', 0 FROM unnest($2::text[]) WITH ORDINALITY AS s(step_id, position)`,
-      [run.id, stepIds],
+      [run.id, run.steps.map((s) => s.id)],
     );
   }
 
@@ -145,7 +146,7 @@ export class TypeOrmRunRepository extends RunRepository {
     return writes.map((w) => applied.has(`${w.runId}:${w.stepId}`));
   }
 
-  async finish(outcomes: RunOutcome[]): Promise<Array<Run | null>> {
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Run | null>> {
     const rows = await this.query<RawRun>(
       `WITH o AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, output jsonb, error jsonb)
@@ -157,24 +158,31 @@ export class TypeOrmRunRepository extends RunRepository {
          SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
          FROM finished f WHERE s.run_id = f.id AND s.status IN ('pending', 'running')
        ) SELECT * FROM finished`,
-      [JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, output: o.output ?? null, error: o.error })))],
+      [
+        JSON.stringify(
+          outcomes.map(({ id, outcome }) =>
+            outcome.status === 'succeeded'
+              ? { id, status: outcome.status, output: outcome.output ?? null, error: null }
+              : { id, status: outcome.status, output: null, error: outcome.error },
+          ),
+        ),
+      ],
     );
     const runs = new Map((await this.withSteps(rows)).map((r) => [r.id, r]));
     return outcomes.map((o) => runs.get(o.id) ?? null);
   }
 
-  async cancel(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+  async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
     const [row] = await this.query<RawRun>(
       `WITH canceled AS (
-         UPDATE workflow_runs SET status = 'canceled', finished_at = now(),
-           error = '{"code":"CANCELED","message":"The run was canceled"}'::jsonb
+         UPDATE workflow_runs SET status = 'canceled', finished_at = now(), error = $4
          WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING *
        ), steps AS (
          UPDATE workflow_run_steps s
          SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
          FROM canceled c WHERE s.run_id = c.id AND s.status IN ('pending', 'running')
        ) SELECT * FROM canceled`,
-      [organizationId, workflowId, id],
+      [organizationId, workflowId, id, json(error)],
     );
     // The steps' new statuses are visible after the statement: read them now.
     return row ? this.findById(row.id) : null;

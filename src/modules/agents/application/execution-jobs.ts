@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { Execution } from '../domain/execution';
+import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
+
+/** Restarts after lost workers allowed beyond the agent's own attempts before the execution is failed. */
+export const LOST_WORKER_ALLOWANCE = 3;
+
+/** Seconds a worker holds an execution's job beyond the agent's timeout before it is taken elsewhere. */
+const LEASE_GRACE_SECONDS = 5;
+
+/** The job options of an execution of an agent with these limits. */
+export function jobOptions(agent: { timeoutMs: number; maxAttempts: number }) {
+  return {
+    leaseSeconds: Math.ceil(agent.timeoutMs / 1000) + LEASE_GRACE_SECONDS,
+    retryLimit: agent.maxAttempts - 1 + LOST_WORKER_ALLOWANCE,
+  };
+}
+
+/**
+ * Agent executions as a kind of durable job: one job per execution on `agent-execution`,
+ * retried with backoff within the agent's attempts, plus a few restarts after lost workers.
+ */
+@Injectable()
+export class ExecutionJobs extends DurableJobKind<Execution, StartedAttempt, UnfinishedExecution> {
+  constructor(core: DurableJobs, executions: ExecutionRepository) {
+    super(core, {
+      name: 'execution',
+      queue: 'agent-execution',
+      batchSize: 16,
+      records: executions,
+      metrics: {
+        total: 'agent_executions_total',
+        duration: 'agent_execution_duration_seconds',
+        noun: 'Agent executions',
+        labelNames: ['kind'],
+      },
+      recordOf: (started) => started.execution,
+      labels: (of) => ({ kind: of.kind }),
+      jobData: (id) => ({ executionId: id }),
+      recordId: (data) => (data as { executionId: string }).executionId,
+      sendOptions: jobOptions,
+      recoverable: (u) => u.attempts < u.maxAttempts + LOST_WORKER_ALLOWANCE,
+      lost: {
+        code: 'EXECUTION_LOST',
+        message: 'The execution was interrupted by lost workers more often than its attempts allow',
+      },
+    });
+  }
+}

@@ -1,0 +1,130 @@
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { Execution, HistoryFilter, isFinished } from '../domain/execution';
+import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
+
+/** What `start` joins from the agent: its kind, config and limits. */
+export interface FakeAgentLimits {
+  kind: string;
+  config: Record<string, unknown>;
+  timeoutMs: number;
+  maxAttempts: number;
+}
+
+/**
+ * Executions in memory, for unit specs. Every status change is guarded the way the SQL one
+ * is (`finish` and `awaitRetry` on `running`, the others on unfinished), and answers copies.
+ */
+export class InMemoryExecutionRepository extends ExecutionRepository {
+  readonly executions = new Map<string, Execution>();
+  /** The agents `start` joins, by id. */
+  readonly agents = new Map<string, FakeAgentLimits>();
+  /** Every `awaitRetry` asked, whether or not it moved the execution. */
+  readonly retries: Array<{ id: string; error: Failure }> = [];
+
+  async insert(execution: Execution): Promise<void> {
+    if (this.executions.has(execution.id)) throw new Error(`duplicate execution ${execution.id}`);
+    this.executions.set(execution.id, { ...execution });
+  }
+
+  async find(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
+    const found = this.executions.get(id);
+    return found && found.organizationId === organizationId && found.agentId === agentId ? { ...found } : null;
+  }
+
+  async findById(id: string): Promise<Execution | null> {
+    const found = this.executions.get(id);
+    return found ? { ...found } : null;
+  }
+
+  async history(organizationId: string, agentId: string, _page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+    const data = [...this.executions.values()]
+      .filter((e) => e.organizationId === organizationId && e.agentId === agentId)
+      .filter((e) => (!filter.status || e.status === filter.status) && (!filter.since || e.createdAt >= filter.since))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
+      .map((e) => ({ ...e }));
+    return { data, nextCursor: null };
+  }
+
+  async start(ids: string[]): Promise<StartedAttempt[]> {
+    const started: StartedAttempt[] = [];
+    for (const id of ids) {
+      const execution = this.executions.get(id);
+      const agent = execution && this.agents.get(execution.agentId);
+      if (!execution || !agent || isFinished(execution)) continue;
+      execution.status = 'running';
+      execution.attempts += 1;
+      execution.startedAt ??= new Date();
+      started.push({ execution: { ...execution }, ...agent });
+    }
+    return started;
+  }
+
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Execution | null>> {
+    return outcomes.map(({ id, outcome }) => {
+      const execution = this.executions.get(id);
+      if (execution?.status !== 'running') return null;
+      execution.status = outcome.status;
+      execution.output = 'output' in outcome ? (outcome.output ?? null) : null;
+      execution.error = 'error' in outcome ? outcome.error : null;
+      execution.finishedAt = new Date();
+      return { ...execution };
+    });
+  }
+
+  async startOwned(execution: Execution): Promise<Execution | null> {
+    const found = this.executions.get(execution.id);
+    if (!found) {
+      this.executions.set(execution.id, { ...execution, status: 'running', attempts: 1, jobId: null });
+      return { ...this.executions.get(execution.id)! };
+    }
+    if (isFinished(found)) return null;
+    Object.assign(found, { status: 'running', attempts: found.attempts + 1, input: execution.input });
+    return { ...found };
+  }
+
+  async awaitRetry(id: string, error: Failure): Promise<boolean> {
+    this.retries.push({ id, error });
+    const execution = this.executions.get(id);
+    if (execution?.status !== 'running') return false;
+    Object.assign(execution, { status: 'queued', error });
+    return true;
+  }
+
+  async cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null> {
+    const execution = this.executions.get(id);
+    if (!execution || execution.organizationId !== organizationId || execution.agentId !== agentId || isFinished(execution)) {
+      return null;
+    }
+    Object.assign(execution, { status: 'canceled', error, finishedAt: new Date() });
+    return { ...execution };
+  }
+
+  async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]> {
+    const before = Date.now() - olderThanMs;
+    return [...this.executions.values()]
+      .filter((e) => !isFinished(e) && e.triggeredBy.type === 'user' && e.createdAt.getTime() < before)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+      .slice(0, limit)
+      .flatMap((e) => {
+        const agent = this.agents.get(e.agentId);
+        if (!agent) return [];
+        const { kind, maxAttempts, timeoutMs } = agent;
+        return [{ id: e.id, kind, jobId: e.jobId, attempts: e.attempts, maxAttempts, timeoutMs }];
+      });
+  }
+
+  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    const execution = this.executions.get(id);
+    if (!execution || isFinished(execution) || execution.jobId !== fromJobId) return false;
+    Object.assign(execution, { jobId: toJobId, status: 'queued' });
+    return true;
+  }
+
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<Execution | null> {
+    const execution = this.executions.get(id);
+    if (!execution || isFinished(execution) || execution.jobId !== jobId) return null;
+    Object.assign(execution, { status: 'failed', error, finishedAt: new Date() });
+    return { ...execution };
+  }
+}

@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { Run } from '../domain/run';
+import { RunRepository, UnfinishedRun } from '../domain/workflow.repository';
+
+/** Times a lost worker may cost a run before it is failed. */
+export const RUN_LOST_WORKER_ALLOWANCE = 5;
+
+/** The worker touches a run's job this often (halved); a run not touched for this long is taken over. */
+const HEARTBEAT_SECONDS = 10;
+
+export function runJobOptions(run: { timeoutMs: number }) {
+  return {
+    // The heartbeat, not the lease, notices a dead worker; the lease only bounds a stuck one.
+    leaseSeconds: Math.ceil(run.timeoutMs / 1000) + 60,
+    retryLimit: RUN_LOST_WORKER_ALLOWANCE,
+    heartbeatSeconds: HEARTBEAT_SECONDS,
+  };
+}
+
+/**
+ * Workflow runs as a kind of durable job: one job per run on `workflow-run`, kept alive by a
+ * heartbeat; steps are not jobs of their own, the run's job carries them.
+ */
+@Injectable()
+export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
+  constructor(core: DurableJobs, runs: RunRepository) {
+    super(core, {
+      name: 'run',
+      queue: 'workflow-run',
+      batchSize: 8,
+      records: runs,
+      metrics: { total: 'workflow_runs_total', duration: 'workflow_run_duration_seconds', noun: 'Workflow runs', labelNames: [] },
+      recordOf: (run) => run,
+      labels: () => ({}),
+      jobData: (id) => ({ runId: id }),
+      recordId: (data) => (data as { runId: string }).runId,
+      sendOptions: runJobOptions,
+      recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
+      lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
+    });
+  }
+}

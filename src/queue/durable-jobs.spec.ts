@@ -1,0 +1,392 @@
+import type { Job, JobResult } from 'pg-boss';
+import { DatabaseConnection } from '../database/database.module';
+import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
+import { Failure, Outcome } from '../shared/jobs/outcome';
+import { Metrics } from '../shared/metrics/metrics';
+import { DurableJobKind, DurableJobs, JobRecords, RETRY, RunResult, RunSignals } from './durable-jobs';
+import { JobQueue, QueueDefinition, SendOptions } from './job-queue';
+import { DurableRecords, JobReconciler, UnfinishedRecord } from './job-reconciler';
+import { Signals } from './signals';
+
+interface Thing {
+  id: string;
+  status: string;
+  jobId: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+  attempts: number;
+  color: string;
+  error: Failure | null;
+  output: unknown;
+}
+
+type Unfinished = { id: string; jobId: string | null; attempts: number; color: string };
+
+/** Records in a map, with the guarded transitions of the real repositories. */
+class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
+  readonly rows = new Map<string, Thing>();
+  finishCalls = 0;
+  failStart = false;
+
+  async insert(record: Thing): Promise<void> {
+    this.rows.set(record.id, { ...record });
+  }
+  async findById(id: string): Promise<Thing | null> {
+    const row = this.rows.get(id);
+    return row ? { ...row } : null;
+  }
+  async start(ids: string[]): Promise<Thing[]> {
+    if (this.failStart) throw new Error('connection terminated');
+    return ids.flatMap((id) => {
+      const row = this.rows.get(id);
+      if (!row || !['queued', 'running'].includes(row.status)) return [];
+      Object.assign(row, { status: 'running', attempts: row.attempts + 1 });
+      return [{ ...row }];
+    });
+  }
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Thing | null>> {
+    this.finishCalls++;
+    return outcomes.map(({ id, outcome }) => {
+      const row = this.rows.get(id);
+      if (!row || row.status !== 'running') return null;
+      Object.assign(row, {
+        status: outcome.status,
+        finishedAt: new Date(),
+        output: outcome.status === 'succeeded' ? outcome.output : null,
+        error: outcome.status === 'succeeded' ? null : outcome.error,
+      });
+      return { ...row };
+    });
+  }
+  async unfinished(): Promise<Unfinished[]> {
+    return [...this.rows.values()]
+      .filter((r) => ['queued', 'running'].includes(r.status))
+      .map((r) => ({ id: r.id, jobId: r.jobId, attempts: r.attempts, color: r.color }));
+  }
+  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    const row = this.rows.get(id);
+    if (!row || row.jobId !== fromJobId) return false;
+    row.jobId = toJobId;
+    return true;
+  }
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<Thing | null> {
+    const row = this.rows.get(id);
+    if (!row || row.jobId !== jobId || !['queued', 'running'].includes(row.status)) return null;
+    Object.assign(row, { status: 'failed', error, finishedAt: new Date() });
+    return { ...row };
+  }
+}
+
+/** The queue as the core uses it: jobs sent are kept, the handler is called by the test. */
+class FakeQueue {
+  readonly sent: Array<{ name: string; data: object; options: SendOptions }> = [];
+  readonly woken: string[] = [];
+  definition?: QueueDefinition<object>;
+
+  register<T extends object>(definition: QueueDefinition<T>): void {
+    this.definition = definition as unknown as QueueDefinition<object>;
+  }
+  async send(name: string, data: object, options: SendOptions): Promise<string> {
+    this.sent.push({ name, data, options });
+    return options.id!;
+  }
+  wake(name: string): void {
+    this.woken.push(name);
+  }
+  /** Hands these jobs to the registered handler, as a worker would. */
+  deliver(...jobs: Array<Job<object>>): Promise<JobResult[]> {
+    return this.definition!.handler(jobs);
+  }
+}
+
+class FakeReconciler {
+  source?: DurableRecords<UnfinishedRecord>;
+  readonly chores: Array<() => Promise<unknown>> = [];
+  register<T extends UnfinishedRecord>(source: DurableRecords<T>): void {
+    this.source = source as unknown as DurableRecords<UnfinishedRecord>;
+  }
+  addChore(chore: () => Promise<unknown>): void {
+    this.chores.push(chore);
+  }
+}
+
+/** Idempotency keys in a map (the real one claims a row in the transaction). */
+class InMemoryKeys {
+  private readonly keys = new Map<string, string>();
+  purged = 0;
+  async claim(request: IdempotentRequest, resourceId: string): Promise<string | null> {
+    const key = `${request.organizationId}:${request.scope}:${request.key}`;
+    const earlier = this.keys.get(key);
+    if (earlier) return earlier;
+    this.keys.set(key, resourceId);
+    return null;
+  }
+  async purgeExpired(): Promise<number> {
+    this.purged++;
+    return 0;
+  }
+}
+
+class Things extends DurableJobKind<Thing, Thing, Unfinished> {
+  constructor(core: DurableJobs, records: InMemoryThings) {
+    super(core, {
+      name: 'thing',
+      queue: 'things',
+      batchSize: 4,
+      records,
+      metrics: { total: 'things_total', duration: 'thing_duration_seconds', noun: 'Things', labelNames: ['color'] },
+      recordOf: (thing) => thing,
+      labels: (of) => ({ color: of.color }),
+      jobData: (id) => ({ thingId: id }),
+      recordId: (data) => (data as { thingId: string }).thingId,
+      sendOptions: () => ({ leaseSeconds: 5, retryLimit: 2 }),
+      recoverable: (u) => u.attempts < 3,
+      lost: { code: 'THING_LOST', message: 'Lost too often' },
+    });
+  }
+}
+
+let counter = 0;
+function newThing(overrides: Partial<Thing> = {}): Thing {
+  counter++;
+  return {
+    id: `thing-${counter}`,
+    status: 'queued',
+    jobId: `job-${counter}`,
+    createdAt: new Date(Date.now() - 50),
+    finishedAt: null,
+    attempts: 0,
+    color: 'red',
+    error: null,
+    output: null,
+    ...overrides,
+  };
+}
+
+function jobFor(thing: Thing, signal = new AbortController().signal): Job<object> {
+  return { id: thing.jobId!, name: 'things', data: { thingId: thing.id }, signal } as unknown as Job<object>;
+}
+
+describe('DurableJobKind (the durable-job core)', () => {
+  let records: InMemoryThings;
+  let queue: FakeQueue;
+  let reconciler: FakeReconciler;
+  let keys: InMemoryKeys;
+  let metrics: Metrics;
+  let signals: Signals;
+  let things: Things;
+
+  beforeEach(() => {
+    records = new InMemoryThings();
+    queue = new FakeQueue();
+    reconciler = new FakeReconciler();
+    keys = new InMemoryKeys();
+    metrics = new Metrics();
+    signals = new Signals(new DatabaseConnection('postgres://unused', true));
+    const core = new DurableJobs(
+      queue as unknown as JobQueue,
+      signals,
+      reconciler as unknown as JobReconciler,
+      keys as unknown as IdempotencyKeys,
+      metrics,
+    );
+    things = new Things(core, records);
+  });
+
+  async function metric(text: RegExp): Promise<number> {
+    const match = text.exec(await metrics.registry.metrics());
+    return match ? Number(match[1]) : 0;
+  }
+
+  async function enqueued(overrides: Partial<Thing> = {}): Promise<Thing> {
+    const thing = newThing(overrides);
+    await things.enqueue({ record: thing, sendOptions: { leaseSeconds: 5, retryLimit: 2 } });
+    return thing;
+  }
+
+  describe('enqueue and settle', () => {
+    it('records the thing and sends its job with its id, data and options', async () => {
+      const thing = newThing();
+      const submitted = await things.enqueue({ record: thing, sendOptions: { leaseSeconds: 7, retryLimit: 1 } });
+      expect(submitted).toEqual({ record: thing, created: true });
+      expect(records.rows.get(thing.id)?.status).toBe('queued');
+      expect(queue.sent).toEqual([
+        { name: 'things', data: { thingId: thing.id }, options: { leaseSeconds: 7, retryLimit: 1, id: thing.jobId } },
+      ]);
+    });
+
+    it('answers the earlier record for a repeated Idempotency-Key, with no second job', async () => {
+      const idempotency = { organizationId: 'org', scope: 'thing:1', key: 'k', body: {} };
+      const first = await things.enqueue({ record: newThing(), sendOptions: { leaseSeconds: 5, retryLimit: 2 }, idempotency });
+      const second = await things.enqueue({ record: newThing(), sendOptions: { leaseSeconds: 5, retryLimit: 2 }, idempotency });
+      expect(second).toEqual({ record: first.record, created: false });
+      expect(records.rows.size).toBe(1);
+      expect(queue.sent).toHaveLength(1);
+    });
+
+    it('settle with no wait counts a new thing as queued, wakes a worker and answers at once', async () => {
+      const thing = newThing();
+      const answer = await things.settle({ record: thing, created: true }, { color: 'red' }, 0);
+      expect(answer).toBe(thing);
+      expect(queue.woken).toEqual(['things']);
+      expect(await metric(/things_total\{color="red",status="queued"\} (\d+)/)).toBe(1);
+    });
+
+    it('settle of a repeat neither counts nor wakes', async () => {
+      await things.settle({ record: newThing(), created: false }, { color: 'red' }, 0);
+      expect(queue.woken).toEqual([]);
+      expect(await metric(/things_total\{color="red",status="queued"\} (\d+)/)).toBe(0);
+    });
+
+    it('settle waits for the finished signal and answers the finished record', async () => {
+      const thing = await enqueued();
+      things.work(async () => ({ status: 'succeeded', output: { done: true } }));
+      const waiting = things.settle({ record: thing, created: true }, { color: 'red' }, 5);
+      await queue.deliver(jobFor(thing));
+      expect(await waiting).toMatchObject({ id: thing.id, status: 'succeeded', output: { done: true } });
+    });
+  });
+
+  describe('work', () => {
+    it('runs a batch: outcomes recorded in one statement, counted, and announced', async () => {
+      const [a, b] = [await enqueued(), await enqueued({ color: 'blue' })];
+      things.work(async (thing) => ({ status: 'succeeded', output: thing.id }));
+      const announced: string[] = [];
+      signals.on('thing.finished', (id) => announced.push(id));
+
+      const results = await queue.deliver(jobFor(a), jobFor(b));
+
+      expect(results).toEqual([
+        { id: a.jobId, status: 'completed' },
+        { id: b.jobId, status: 'completed' },
+      ]);
+      expect(records.rows.get(a.id)).toMatchObject({ status: 'succeeded', output: a.id, attempts: 1 });
+      expect(records.rows.get(b.id)).toMatchObject({ status: 'succeeded', output: b.id });
+      expect(records.finishCalls).toBe(1);
+      expect(announced.sort()).toEqual([a.id, b.id].sort());
+      expect(await metric(/things_total\{color="red",status="running"\} (\d+)/)).toBe(1);
+      expect(await metric(/things_total\{color="blue",status="succeeded"\} (\d+)/)).toBe(1);
+      expect(await metric(/thing_duration_seconds_count\{color="red",status="succeeded"\} (\d+)/)).toBe(1);
+    });
+
+    it('completes the job of a thing that is already final, without running it', async () => {
+      const done = await enqueued();
+      records.rows.get(done.id)!.status = 'canceled';
+      const run = jest.fn();
+      things.work(run);
+      expect(await queue.deliver(jobFor(done))).toEqual([{ id: done.jobId, status: 'completed' }]);
+      expect(run).not.toHaveBeenCalled();
+    });
+
+    it('fails the job for RETRY (the queue retries it), and records nothing for null', async () => {
+      const [retry, nothing] = [await enqueued(), await enqueued()];
+      things.work(async (thing): Promise<RunResult> => (thing.id === retry.id ? RETRY : null));
+      const results = await queue.deliver(jobFor(retry), jobFor(nothing));
+      expect(results.map((r) => r.status)).toEqual(['failed', 'completed']);
+      expect(records.finishCalls).toBe(0);
+      expect(records.rows.get(nothing.id)?.status).toBe('running');
+    });
+
+    it('fails only the job whose run threw (the database went away); the rest of the batch is recorded', async () => {
+      const [broken, fine] = [await enqueued(), await enqueued()];
+      things.work(async (thing) => {
+        if (thing.id === broken.id) throw new Error('connection terminated');
+        return { status: 'succeeded', output: null };
+      });
+      const results = await queue.deliver(jobFor(broken), jobFor(fine));
+      expect(results[0]).toEqual({ id: broken.jobId, status: 'failed', output: { message: 'connection terminated' } });
+      expect(results[1]).toEqual({ id: fine.jobId, status: 'completed' });
+      expect(records.rows.get(fine.id)?.status).toBe('succeeded');
+    });
+
+    it('fails every job of a batch that could not be started', async () => {
+      const [a, b] = [await enqueued(), await enqueued()];
+      things.work(jest.fn());
+      records.failStart = true;
+      const results = await queue.deliver(jobFor(a), jobFor(b));
+      expect(results.map((r) => r.status)).toEqual(['failed', 'failed']);
+    });
+
+    it('a cancel aborts the running thing through its cancel signal; its outcome is not recorded over the cancel', async () => {
+      const thing = await enqueued();
+      let seen: RunSignals | undefined;
+      things.work(
+        (_thing, runSignals) =>
+          new Promise<RunResult>((resolve) => {
+            seen = runSignals;
+            runSignals.cancel.addEventListener('abort', () => resolve({ status: 'canceled', error: { code: 'CANCELED', message: '' } }));
+          }),
+      );
+      const finished: unknown[] = [];
+      signals.on('thing.finished', (id) => finished.push(id));
+      const delivered = queue.deliver(jobFor(thing));
+      await new Promise((resolve) => setImmediate(resolve));
+
+      // The API records the cancel, then tells the core.
+      const row = records.rows.get(thing.id)!;
+      Object.assign(row, { status: 'canceled', finishedAt: new Date() });
+      things.canceled({ ...row }, { color: 'red' });
+
+      expect(await delivered).toEqual([{ id: thing.jobId, status: 'completed' }]);
+      expect(seen?.cancel.aborted).toBe(true);
+      expect(records.rows.get(thing.id)?.status).toBe('canceled');
+      expect(finished).toEqual([thing.id]);
+      expect(await metric(/things_total\{color="red",status="canceled"\} (\d+)/)).toBe(1);
+    });
+
+    it('hands the job lease to the run; a lost lease with nothing recorded fails the job, so it runs again', async () => {
+      const thing = await enqueued();
+      const lease = new AbortController();
+      lease.abort();
+      let leaseAborted = false;
+      things.work(async (_thing, runSignals) => {
+        leaseAborted = runSignals.lease.aborted;
+        return null;
+      });
+      expect(await queue.deliver(jobFor(thing, lease.signal))).toEqual([{ id: thing.jobId, status: 'failed' }]);
+      expect(leaseAborted).toBe(true);
+      expect(records.rows.get(thing.id)?.status).toBe('running');
+    });
+  });
+
+  describe('the reconciler view', () => {
+    it('registers the kind with its queue and forgets expired idempotency keys on every pass', async () => {
+      expect(reconciler.source?.queue).toBe('things');
+      await Promise.all(reconciler.chores.map((chore) => chore()));
+      expect(keys.purged).toBe(1);
+    });
+
+    it('lists unfinished things with whether they can be queued again and their job options', async () => {
+      const young = await enqueued();
+      const worn = await enqueued({ attempts: 3 });
+      const listed = await reconciler.source!.unfinished(0, 10);
+      expect(listed).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ id: young.id, jobId: young.jobId, recoverable: true, sendOptions: { leaseSeconds: 5, retryLimit: 2 } }),
+          expect.objectContaining({ id: worn.id, recoverable: false }),
+        ]),
+      );
+    });
+
+    it('moves a thing to a new job only from the job it is on', async () => {
+      const thing = await enqueued();
+      expect(await reconciler.source!.moveToJob(thing.id, 'another-job', 'new-job')).toBe(false);
+      expect(await reconciler.source!.moveToJob(thing.id, thing.jobId, 'new-job')).toBe(true);
+      expect(records.rows.get(thing.id)?.jobId).toBe('new-job');
+      expect(reconciler.source!.jobData(thing.id)).toEqual({ thingId: thing.id });
+    });
+
+    it('abandons a worn-out thing with the kind’s lost failure, counted and announced', async () => {
+      const thing = await enqueued({ attempts: 3, color: 'green' });
+      const finished: string[] = [];
+      signals.on('thing.finished', (id) => finished.push(id));
+      const [orphan] = await reconciler.source!.unfinished(0, 10);
+      expect(await reconciler.source!.abandon(orphan)).toBe(true);
+      expect(records.rows.get(thing.id)).toMatchObject({ status: 'failed', error: { code: 'THING_LOST', message: 'Lost too often' } });
+      expect(finished).toEqual([thing.id]);
+      expect(await metric(/things_total\{color="green",status="failed"\} (\d+)/)).toBe(1);
+      // A second reconciler racing it finds the thing final and does nothing.
+      expect(await reconciler.source!.abandon(orphan)).toBe(false);
+    });
+  });
+});

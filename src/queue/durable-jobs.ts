@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Job, JobResult } from 'pg-boss';
+import { Coalescer } from '../shared/batching/coalescer';
+import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
+import { Failure, Outcome } from '../shared/jobs/outcome';
+import { Metrics } from '../shared/metrics/metrics';
+import { awaitFinal } from './await-final';
+import { JobMetricNames, JobMetrics } from './job-metrics';
+import { JobQueue, SendOptions } from './job-queue';
+import { JobReconciler, UnfinishedRecord } from './job-reconciler';
+import { Signals } from './signals';
+
+/** What the core reads of a record that lives on a queue's jobs (an execution, a run). */
+export interface JobRecord {
+  id: string;
+  status: string;
+  jobId: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+/** An unfinished record as the reconciler sees it. */
+export interface UnfinishedJobRecord {
+  id: string;
+  jobId: string | null;
+  attempts: number;
+}
+
+/**
+ * How a kind's records are kept: the module's repository port. Every status change is a
+ * guarded UPDATE, so a late or duplicate worker never moves a record backwards.
+ * `S` is a started record with what running it needs; `U` an unfinished one.
+ */
+export interface JobRecords<R extends JobRecord, S, U extends UnfinishedJobRecord> {
+  insert(record: R): Promise<void>;
+  findById(id: string): Promise<R | null>;
+  /** Moves unfinished records to `running`, counting the attempt; finished or gone ones are left out. */
+  start(ids: string[]): Promise<S[]>;
+  /** Records final outcomes of running records; null where one was no longer running (canceled meanwhile). */
+  finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<R | null>>;
+  /** Unfinished records older than `olderThanMs`, oldest first, that should be on a job of their own. */
+  unfinished(olderThanMs: number, limit: number): Promise<U[]>;
+  /** Points the record at a new job, if it is still unfinished and on `fromJobId`. */
+  moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
+  /** Fails a record that is still unfinished and on `jobId`. */
+  abandon(id: string, jobId: string | null, error: Failure): Promise<R | null>;
+}
+
+/** One kind of durable job: a page of configuration. */
+export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJobRecord> {
+  /** Names the signal topics (`<name>.finished`, `<name>.canceled`) and log lines. */
+  name: string;
+  queue: string;
+  /** Jobs one worker loop takes at a time. */
+  batchSize: number;
+  records: JobRecords<R, S, U>;
+  metrics: JobMetricNames;
+  /** The record a started one is about. */
+  recordOf(started: S): R;
+  /** Metric labels besides `status`. */
+  labels(of: S | U): Labels;
+  /** What a job carries, and back. */
+  jobData(id: string): object;
+  recordId(data: object): string;
+  /** Lease and retries of the job carrying an unfinished record, when the reconciler queues it again. */
+  sendOptions(unfinished: U): Omit<SendOptions, 'id'>;
+  /** False once lost workers have used up the record's allowance: it is failed with `lost` instead. */
+  recoverable(unfinished: U): boolean;
+  lost: Failure;
+}
+
+/** What a worker's run of one started record answers. */
+export type RunResult =
+  /** Record this final outcome. */
+  | Outcome
+  /** The attempt failed and the record waits for another: fail the job so the queue retries it with backoff. */
+  | typeof RETRY
+  /** Nothing to record here: a cancel was recorded already, or the lease is gone (the job then runs again). */
+  | null;
+
+export const RETRY = Symbol('retry');
+
+type Labels = Record<string, string>;
+
+export interface RunSignals {
+  /** Aborted when a cancel is asked through the API. */
+  cancel: AbortSignal;
+  /** Aborted when the job's lease ran out (another worker may take the record). */
+  lease: AbortSignal;
+}
+
+export interface Submission<R> {
+  /** The new record, `queued`, with a fresh `jobId`. */
+  record: R;
+  /** Lease and retries of its job. */
+  sendOptions: Omit<SendOptions, 'id'>;
+  /** The caller's Idempotency-Key and what it covers; a repeat answers the earlier record. */
+  idempotency?: IdempotentRequest;
+}
+
+export interface Submitted<R> {
+  record: R;
+  /** False when an earlier request with the same Idempotency-Key made it. */
+  created: boolean;
+}
+
+/** The services every kind shares, injected once. */
+@Injectable()
+export class DurableJobs {
+  constructor(
+    readonly queue: JobQueue,
+    readonly signals: Signals,
+    readonly reconciler: JobReconciler,
+    readonly idempotency: IdempotencyKeys,
+    readonly metrics: Metrics,
+  ) {
+    reconciler.addChore(() => idempotency.purgeExpired());
+  }
+}
+
+/**
+ * The durable-job core: a kind of record carried by jobs on a queue, from the idempotent
+ * enqueue to the final status. A module configures it once (a subclass whose constructor
+ * passes its definition) and gets:
+ *
+ * - `enqueue` (in the caller's transaction: the record, its idempotency key and its job
+ *   commit together) and `settle` (the `?wait=` of the API);
+ * - `work(run)` on worker processes: batches of jobs, one guarded UPDATE starts a batch, a
+ *   cancel registry that aborts a running record when a cancel is asked anywhere, and outcomes
+ *   finishing in the same turn written in one statement, then counted, then announced;
+ * - `canceled` for the API's cancel, so a canceled record is counted and announced the same way;
+ * - the reconciler's view of the kind ("no unfinished record without a live job").
+ */
+export abstract class DurableJobKind<R extends JobRecord, S, U extends UnfinishedJobRecord> {
+  readonly metrics: JobMetrics;
+  private readonly logger: Logger;
+  private readonly running = new Map<string, AbortController>();
+  private readonly finishes: Coalescer<{ id: string; outcome: Outcome }, R | null>;
+
+  protected constructor(
+    private readonly core: DurableJobs,
+    readonly definition: JobKindDefinition<R, S, U>,
+  ) {
+    this.metrics = new JobMetrics(core.metrics, definition.metrics);
+    this.logger = new Logger(`Jobs:${definition.name}`);
+    this.finishes = new Coalescer((outcomes) => definition.records.finish(outcomes));
+    core.reconciler.register({
+      queue: definition.queue,
+      unfinished: (olderThanMs, limit) => this.unfinished(olderThanMs, limit),
+      moveToJob: (id, fromJobId, toJobId) => definition.records.moveToJob(id, fromJobId, toJobId),
+      jobData: (id) => definition.jobData(id),
+      abandon: (orphan) => this.abandon(orphan),
+    });
+    core.signals.on(this.topic('canceled'), (id) => this.running.get(id)?.abort());
+  }
+
+  /**
+   * Records and queues a new record in the current transaction (the caller opens it), or
+   * answers the record an earlier request with the same Idempotency-Key made.
+   */
+  async enqueue(submission: Submission<R>): Promise<Submitted<R>> {
+    const { record, idempotency } = submission;
+    const { records, queue, jobData } = this.definition;
+    if (idempotency) {
+      const earlier = await this.core.idempotency.claim(idempotency, record.id);
+      const found = earlier ? await records.findById(earlier) : null;
+      if (found) return { record: found, created: false };
+    }
+    await records.insert(record);
+    await this.core.queue.send(queue, jobData(record.id), { ...submission.sendOptions, id: record.jobId ?? randomUUID() });
+    return { record, created: true };
+  }
+
+  /**
+   * After the enqueue committed: counts a new record, wakes a worker for it and waits up to
+   * `waitSeconds` for its final status. Answers the record as it then stands.
+   */
+  settle(submitted: Submitted<R>, labels: Labels, waitSeconds: number): Promise<R> {
+    if (submitted.created) this.metrics.reached(labels, 'queued');
+    return awaitFinal(this.core.signals, this.core.queue, {
+      ...submitted,
+      queue: this.definition.queue,
+      finished: this.topic('finished'),
+      id: submitted.record.id,
+      waitSeconds,
+      isFinal: (record) => record.status !== 'queued' && record.status !== 'running',
+      read: () => this.definition.records.findById(submitted.record.id),
+    });
+  }
+
+  /** A cancel the API recorded: the worker running it (in any process) aborts it; waiters get the record. */
+  canceled(record: R, labels: Labels): void {
+    this.core.signals.publish(this.topic('canceled'), record.id);
+    this.announceFinished(record, labels);
+  }
+
+  /** A record reached its final status (here, or where another part of the service ran it): counted, then announced. */
+  announceFinished(record: R, labels: Labels): void {
+    this.metrics.finished(labels, record);
+    this.core.signals.publish(this.topic('finished'), record.id, record);
+  }
+
+  /** On worker processes: takes this kind's jobs and runs each started record with `run`. */
+  work(run: (started: S, signals: RunSignals) => Promise<RunResult>): void {
+    const { queue, batchSize } = this.definition;
+    this.core.queue.register<object>({ name: queue, batchSize, handler: (jobs) => this.handle(jobs, run) });
+  }
+
+  /**
+   * One batch: the records are moved to `running` in one statement and run concurrently. A
+   * job whose record could not be started or recorded (the database went away) is failed, so
+   * the queue runs it again; what was committed stays.
+   */
+  async handle(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Promise<JobResult[]> {
+    const { records, recordOf, recordId, labels } = this.definition;
+    let started: S[];
+    try {
+      started = await records.start(jobs.map((job) => recordId(job.data)));
+    } catch (error) {
+      this.logger.warn(`Not started: ${(error as Error).message}`);
+      return jobs.map((job) => retried(job, error));
+    }
+    const byId = new Map(started.map((s) => [recordOf(s).id, s]));
+    return Promise.all(
+      jobs.map(async (job): Promise<JobResult> => {
+        const attempt = byId.get(recordId(job.data));
+        // Canceled, already finished, or gone: nothing to run.
+        if (!attempt) return { id: job.id, status: 'completed' };
+        const { id } = recordOf(attempt);
+        const cancel = new AbortController();
+        this.running.set(id, cancel);
+        try {
+          this.metrics.reached(labels(attempt), 'running');
+          const result = await run(attempt, { cancel: cancel.signal, lease: job.signal });
+          // A lost lease with nothing recorded: fail the job, so the queue hands it out again.
+          if (result === RETRY || (result === null && job.signal.aborted)) return { id: job.id, status: 'failed' };
+          if (result) await this.finish(id, result, labels(attempt));
+          return { id: job.id, status: 'completed' };
+        } catch (error) {
+          this.logger.warn(`${id} interrupted: ${(error as Error).message}`);
+          return retried(job, error);
+        } finally {
+          this.running.delete(id);
+        }
+      }),
+    );
+  }
+
+  private async finish(id: string, outcome: Outcome, labels: Labels): Promise<void> {
+    const finished = await this.finishes.add({ id, outcome });
+    if (finished) this.announceFinished(finished, labels);
+  }
+
+  private async unfinished(olderThanMs: number, limit: number): Promise<Array<UnfinishedRecord & { labels: Labels }>> {
+    const { records, recoverable, sendOptions, labels } = this.definition;
+    return (await records.unfinished(olderThanMs, limit)).map((u) => ({
+      id: u.id,
+      jobId: u.jobId,
+      recoverable: recoverable(u),
+      sendOptions: sendOptions(u),
+      labels: labels(u),
+    }));
+  }
+
+  private async abandon(orphan: UnfinishedRecord & { labels: Labels }): Promise<boolean> {
+    const abandoned = await this.definition.records.abandon(orphan.id, orphan.jobId, this.definition.lost);
+    if (abandoned) this.announceFinished(abandoned, orphan.labels);
+    return abandoned !== null;
+  }
+
+  private topic(event: 'finished' | 'canceled'): string {
+    return `${this.definition.name}.${event}`;
+  }
+}
+
+function retried(job: Job<object>, error: unknown): JobResult {
+  return { id: job.id, status: 'failed', output: { message: (error as Error).message } };
+}

@@ -22,7 +22,7 @@ module.exports = {
         path: [
           '^src/modules/[^/]+/(api|application|infrastructure)/',
           '^src/(database|queue|config)/',
-          '^(node_modules/)?(@nestjs|typeorm|pg|pg-boss|class-validator|class-transformer|express|@nestjs-cls)(/|$)',
+          '^(node_modules/)?(@nestjs|typeorm|pg|pg-boss|class-validator|class-transformer|express|@?nestjs-cls)(/|$)',
         ],
       },
     },
@@ -41,6 +41,19 @@ module.exports = {
       comment: "No module imports another module's infrastructure/ or api/.",
       from: { path: MODULE },
       to: { path: '^src/modules/([^/]+)/(infrastructure|api)/', pathNot: '^src/modules/$1/' },
+    },
+    {
+      name: 'modules-meet-at-published-parts',
+      severity: 'error',
+      comment:
+        'A module reaches another through its domain/ (types, ports), application/ (use cases) and the files at its ' +
+        'root (<name>.module.ts, <noun>.response.ts: the representation other APIs embed); its other folders ' +
+        '(catalog/, ...; api/ and infrastructure/ have the rule above) are its own.',
+      from: { path: MODULE },
+      to: {
+        path: '^src/modules/([^/]+)/[^/]+/',
+        pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/(domain|application|api|infrastructure)/'],
+      },
     },
     {
       name: 'core-imports-no-module',

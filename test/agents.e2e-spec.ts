@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
-import { startLoopbackServer, LoopbackServer, RecordedRequest } from '../src/modules/plugins/catalog/test-support/loopback-server';
 import { JobReconciler } from '../src/queue/job-reconciler';
 import { executionsWithoutLiveJob, install, registerAgent, settled } from './support/agents';
+import { eventually } from './support/eventually';
+import { FakeRemoteAgent, HOLD, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
 import { bearer, createTestApp, scrapeMetrics, TestApp, TestOrg } from './support/test-app';
 
 const UPPERCASE = { kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
@@ -14,33 +14,21 @@ describe('agents', () => {
   let t: TestApp;
   let org: TestOrg;
   let other: TestOrg;
-  let remote: LoopbackServer;
-  /** Calls the remote agent received per idempotency key, for /flaky. */
-  const callsByKey = new Map<string, number>();
-  /** Responses of /hang, held open until the test lets go (or the caller aborts). */
-  const hanging: ServerResponse[] = [];
-  const aborted: string[] = [];
+  let remote: FakeRemoteAgent;
 
   beforeAll(async () => {
-    remote = await startLoopbackServer((req: RecordedRequest, res) => {
-      const key = String(req.headers['idempotency-key']);
-      const calls = (callsByKey.get(key) ?? 0) + 1;
-      callsByKey.set(key, calls);
-      const reply = (status: number, body: unknown) =>
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      res.on('close', () => !res.writableEnded && aborted.push(key));
-      if (req.url === '/ok') return reply(200, { echo: JSON.parse(req.body) });
-      if (req.url === '/fail') return reply(500, { error: 'boom' });
-      if (req.url === '/flaky') return calls < 3 ? reply(503, { error: 'busy' }) : reply(200, { calls });
-      if (req.url === '/slow') return void setTimeout(() => reply(200, { slow: true }), 1500);
-      if (req.url === '/hang') return void hanging.push(res);
-      reply(404, {});
+    remote = await startFakeRemoteAgent({
+      '/ok': (call) => ({ body: { echo: JSON.parse(call.body) } }),
+      '/fail': () => ({ status: 500, body: { error: 'boom' } }),
+      '/flaky': succeedsOnCall(3, { body: { error: 'busy' } }),
+      '/slow': () => ({ body: { slow: true }, delayMs: 1500 }),
+      '/hang': () => HOLD,
     });
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     [org, other] = [await t.newOrg('enterprise'), await t.newOrg('enterprise')];
   });
   afterAll(async () => {
-    for (const res of hanging) res.destroy();
+    remote.dropHeld();
     await t.close();
     await remote.close();
   });
@@ -299,7 +287,7 @@ describe('agents', () => {
       const res = await execute(flaky, { input: {} });
       const done = res.status === 200 ? res.body : await settled(t, org, flaky, res.body.id);
       expect(done).toMatchObject({ status: 'succeeded', output: { calls: 3 }, attempts: 3 });
-      expect(callsByKey.get(done.id)).toBe(3);
+      expect(remote.calls.get(done.id)).toHaveLength(3);
 
       const twice = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/flaky` }, maxAttempts: 2 });
       const short = await execute(twice, { input: {} });
@@ -312,14 +300,16 @@ describe('agents', () => {
       const res = await execute(hang, { input: {} }, '?wait=0');
       const id = res.body.id as string;
       const deadline = Date.now() + 10_000;
-      while (!callsByKey.has(id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await eventually(() => remote.calls.has(id), { timeoutMs: 10_000, message: `the call of execution ${id}` });
       expect((await t.http().get(`/api/agents/${hang}/history/${id}`).set(bearer(org.viewer))).body.status).toBe('running');
 
       const cancel = await t.http().post(`/api/agents/${hang}/history/${id}/cancel`).set(bearer(org.member));
       expect(cancel.status).toBe(200);
       expect(cancel.body).toMatchObject({ id, status: 'canceled', error: { code: 'CANCELED' }, finishedAt: expect.any(String) });
-      while (!aborted.includes(id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(aborted).toContain(id);
+      await eventually(() => remote.aborted.includes(id), {
+        timeoutMs: deadline - Date.now(),
+        message: `the call of execution ${id} to be aborted`,
+      });
 
       const again = await t.http().post(`/api/agents/${hang}/history/${id}/cancel`).set(bearer(org.member));
       expect(again.status).toBe(409);

@@ -1,6 +1,5 @@
-import { ServerResponse } from 'node:http';
-import { LoopbackServer, sendJson, startLoopbackServer } from '../src/modules/plugins/catalog/test-support/loopback-server';
 import { install, registerAgent } from './support/agents';
+import { answer, FakeLlm, startFakeLlm } from './support/fake-llm';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /**
@@ -13,17 +12,15 @@ import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 describe('tenant code in the sandbox', () => {
   let t: TestApp;
   let org: TestOrg;
-  let llm: LoopbackServer;
+  let llm: FakeLlm;
   let normal: string;
 
   beforeAll(async () => {
-    llm = await startLoopbackServer((_req, res: ServerResponse) =>
-      sendJson(res, 200, { choices: [{ message: { content: '```' + '\n'.repeat(200_000) }, finish_reason: 'stop' }] }),
-    );
+    llm = await startFakeLlm(answer('```' + '\n'.repeat(200_000)));
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     org = await t.newOrg('enterprise');
     await install(t, org, 'transform');
-    await install(t, org, 'llm', { baseUrl: llm.url, defaultModel: 'm' });
+    await install(t, org, 'llm', { baseUrl: llm.baseUrl, defaultModel: 'm' });
     normal = await transformAgent('{ "doubled": n * 2 }');
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
-import { startLoopbackServer, LoopbackServer, RecordedRequest } from '../src/modules/plugins/catalog/test-support/loopback-server';
 import { install, registerAgent } from './support/agents';
+import { eventually } from './support/eventually';
+import { FakeRemoteAgent, HOLD, keyAfter, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const jsonata = (expression: string) => ({ action: 'transform.jsonata', with: { expression } });
@@ -11,33 +11,18 @@ describe('workflows', () => {
   let t: TestApp;
   let org: TestOrg;
   let other: TestOrg;
-  let remote: LoopbackServer;
-  /** Calls per idempotency key, and when each arrived and was answered. */
-  const calls = new Map<string, Array<{ at: number; done?: number }>>();
-  const hanging: ServerResponse[] = [];
-  const aborted: string[] = [];
+  let remote: FakeRemoteAgent;
   let slow: string;
   let hang: string;
   let flaky: string;
   let failing: string;
 
   beforeAll(async () => {
-    remote = await startLoopbackServer((req: RecordedRequest, res) => {
-      const key = String(req.headers['idempotency-key']);
-      const list = calls.get(key) ?? [];
-      const call: { at: number; done?: number } = { at: Date.now() };
-      list.push(call);
-      calls.set(key, list);
-      const reply = (status: number, body: unknown) => {
-        call.done = Date.now();
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      };
-      res.on('close', () => !res.writableEnded && aborted.push(key));
-      if (req.url === '/slow') return void setTimeout(() => reply(200, { key }), 400);
-      if (req.url === '/flaky') return list.length < 3 ? reply(503, {}) : reply(200, { calls: list.length });
-      if (req.url === '/fail') return reply(500, {});
-      if (req.url === '/hang') return void hanging.push(res);
-      reply(404, {});
+    remote = await startFakeRemoteAgent({
+      '/slow': keyAfter(400),
+      '/flaky': succeedsOnCall(3),
+      '/fail': () => ({ status: 500 }),
+      '/hang': () => HOLD,
     });
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     [org, other] = [await t.newOrg('enterprise'), await t.newOrg('enterprise')];
@@ -52,7 +37,7 @@ describe('workflows', () => {
     ]);
   });
   afterAll(async () => {
-    for (const res of hanging) res.destroy();
+    remote.dropHeld();
     await t.close();
     await remote.close();
   });
@@ -67,12 +52,15 @@ describe('workflows', () => {
   const run = (id: string, input: unknown, query = '') =>
     t.http().post(`/api/workflows/${id}/run${query}`).set(bearer(org.member)).send({ input });
   const settled = async (workflowId: string, runId: string, timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await t.http().get(`/api/workflows/${workflowId}/runs/${runId}`).set(bearer(org.viewer));
-      if (!['queued', 'running'].includes(res.body.status) || Date.now() > deadline) return res.body;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let status: unknown;
+    return eventually(
+      async () => {
+        const res = await t.http().get(`/api/workflows/${workflowId}/runs/${runId}`).set(bearer(org.viewer));
+        status = res.body.status;
+        return ['queued', 'running'].includes(res.body.status) ? undefined : res.body;
+      },
+      { timeoutMs, intervalMs: 100, message: () => `run ${runId} to finish (still ${status})` },
+    );
   };
   const step = (body: { steps: Array<{ id: string }> }, id: string) => body.steps.find((s) => s.id === id)! as Record<string, unknown>;
 
@@ -276,7 +264,7 @@ describe('workflows', () => {
       const body = (await run(id, {})).body;
       expect(body).toMatchObject({ status: 'succeeded', output: { call: { calls: 3 } } });
       expect(step(body, 'call')).toMatchObject({ attempts: 3 });
-      expect(calls.get(`${body.id}:call`)).toHaveLength(3);
+      expect(remote.calls.get(`${body.id}:call`)).toHaveLength(3);
     });
 
     it('fails the run when a step fails: running steps are canceled, the rest skipped', async () => {
@@ -300,8 +288,11 @@ describe('workflows', () => {
         ['next', 'skipped'],
       ]);
       expect(step(body, 'bad').error).toMatchObject({ code: 'UPSTREAM_ERROR' });
-      await new Promise((r) => setTimeout(r, 100));
-      expect(aborted).toContain(`${body.id}:long`);
+      await eventually(() => remote.aborted.includes(`${body.id}:long`), {
+        timeoutMs: 100,
+        intervalMs: 10,
+        message: 'the call of step long to be aborted',
+      });
     });
 
     it('cancels a run mid-step: the call is aborted and the run never turns succeeded', async () => {
@@ -315,13 +306,16 @@ describe('workflows', () => {
       const started = (await run(id, {}, '?wait=0')).body;
       const key = `${started.id}:wait`;
       const deadline = Date.now() + 10_000;
-      while (!calls.has(key) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => remote.calls.has(key), { timeoutMs: 10_000, intervalMs: 20, message: `the call of ${key}` });
       const cancel = await t.http().post(`/api/workflows/${id}/runs/${started.id}/cancel`).set(bearer(org.member));
       expect(cancel.status).toBe(200);
       expect(cancel.body).toMatchObject({ status: 'canceled', error: { code: 'CANCELED' } });
       expect(cancel.body.steps.map((s: { status: string }) => s.status)).toEqual(['canceled', 'skipped']);
-      while (!aborted.includes(key) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(aborted).toContain(key);
+      await eventually(() => remote.aborted.includes(key), {
+        timeoutMs: deadline - Date.now(),
+        intervalMs: 20,
+        message: `the call of ${key} to be aborted`,
+      });
       await new Promise((r) => setTimeout(r, 300));
       const after = await settled(id, started.id);
       expect(after.status).toBe('canceled');

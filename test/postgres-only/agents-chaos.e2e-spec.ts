@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { executionsWithoutLiveJob, install, registerAgent } from '../support/agents';
+import { eventually } from '../support/eventually';
+import { FakeRemoteAgent, keyAfter, startFakeRemoteAgent } from '../support/fake-remote-agent';
 import { ServiceProcess, startService } from '../support/service-process';
-import { SlowRemote, startSlowRemote } from '../support/slow-remote';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
 
@@ -20,11 +21,11 @@ jest.setTimeout(240_000);
 describe('durable execution under failure', () => {
   let t: TestApp;
   let org: TestOrg;
-  let remote: SlowRemote;
+  let remote: FakeRemoteAgent;
   const workers: ServiceProcess[] = [];
 
   beforeAll(async () => {
-    remote = await startSlowRemote(REPLY_DELAY_MS);
+    remote = await startFakeRemoteAgent({ '/agent': keyAfter(REPLY_DELAY_MS) });
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     org = await t.newOrg('enterprise');
     await install(t, org, 'http');
@@ -32,7 +33,7 @@ describe('durable execution under failure', () => {
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.kill()));
     await t.close();
-    await remote.server.close();
+    await remote.close();
   });
 
   const enqueue = async (agentId: string, count: number): Promise<string[]> => {
@@ -55,20 +56,23 @@ describe('durable execution under failure', () => {
 
   const untilFinished = async (ids: string[], timeoutMs: number) => {
     const dataSource = t.app.get(DataSource);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const rows = await dataSource.query<Array<{ id: string; status: string; attempts: number; output: { key?: string } | null }>>(
-        'SELECT id, status, attempts, output FROM agent_executions WHERE id = ANY($1::uuid[])',
-        [ids],
-      );
-      if (rows.every((r) => !['queued', 'running'].includes(r.status)) || Date.now() > deadline) return rows;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    let unfinished = ids.length;
+    return eventually(
+      async () => {
+        const rows = await dataSource.query<Array<{ id: string; status: string; attempts: number; output: { key?: string } | null }>>(
+          'SELECT id, status, attempts, output FROM agent_executions WHERE id = ANY($1::uuid[])',
+          [ids],
+        );
+        unfinished = rows.filter((r) => ['queued', 'running'].includes(r.status)).length;
+        return unfinished === 0 && rows;
+      },
+      { timeoutMs, intervalMs: 250, message: () => `${ids.length} executions to finish (${unfinished} still queued or running)` },
+    );
   };
 
   it('loses nothing when workers are killed with SIGKILL mid-flight, and repeats carry the same key', async () => {
     workers.push(await startService(WORKER_ENV), await startService(WORKER_ENV));
-    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 1000 });
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
     const ids: string[] = [];
     for (let kill = 0; kill < 3; kill++) {
       ids.push(...(await enqueue(agentId, 20)));
@@ -95,7 +99,7 @@ describe('durable execution under failure', () => {
     await Promise.all(workers.splice(0).map((w) => w.kill()));
     const worker = await startService(WORKER_ENV);
     workers.push(worker);
-    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 5000 });
+    const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 5000 });
     const before = new Set(remote.calls.keys());
     const ids = await enqueue(agentId, 20);
     await remote.callsInFlight();
@@ -128,7 +132,7 @@ describe('durable execution under failure', () => {
     try {
       const env = { ...WORKER_ENV, DATABASE_URL: proxy.url };
       workers.push(await startService(env), await startService(env));
-      const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.server.url}/agent` }, timeoutMs: 1000 });
+      const agentId = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/agent` }, timeoutMs: 1000 });
       const ids = await enqueue(agentId, 40);
 
       await remote.callsInFlight();

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { install, registerAgent } from '../support/agents';
+import { eventually } from '../support/eventually';
+import { FakeRemoteAgent, keyAfter, startFakeRemoteAgent } from '../support/fake-remote-agent';
 import { ServiceProcess, startService } from '../support/service-process';
-import { SlowRemote, startSlowRemote } from '../support/slow-remote';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
 
@@ -26,18 +27,18 @@ interface RunRow {
 describe('durable workflow runs under failure', () => {
   let t: TestApp;
   let org: TestOrg;
-  let remote: SlowRemote;
+  let remote: FakeRemoteAgent;
   let workflowId: string;
   const workers: ServiceProcess[] = [];
 
   beforeAll(async () => {
-    remote = await startSlowRemote(300);
+    remote = await startFakeRemoteAgent({ '/step': keyAfter(300) });
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     org = await t.newOrg('enterprise');
     await install(t, org, 'http');
     const agent = await registerAgent(t, org, {
       kind: 'http.agent',
-      config: { url: `${remote.server.url}/step` },
+      config: { url: `${remote.url}/step` },
       timeoutMs: 5000,
       maxAttempts: 1,
     });
@@ -61,7 +62,7 @@ describe('durable workflow runs under failure', () => {
   afterAll(async () => {
     await Promise.all(workers.splice(0).map((w) => w.kill()));
     await t.close();
-    await remote.server.close();
+    await remote.close();
   });
 
   const enqueue = async (count: number): Promise<string[]> => {
@@ -80,18 +81,21 @@ describe('durable workflow runs under failure', () => {
 
   const untilFinished = async (ids: string[], timeoutMs: number): Promise<RunRow[]> => {
     const dataSource = t.app.get(DataSource);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const rows = await dataSource.query<RunRow[]>(
-        `SELECT r.id, r.status,
-           (SELECT json_agg(json_build_object('step_id', s.step_id, 'status', s.status, 'output', s.output, 'finished_at', s.finished_at))
-            FROM workflow_run_steps s WHERE s.run_id = r.id) AS steps
-         FROM workflow_runs r WHERE r.id = ANY($1::uuid[])`,
-        [ids],
-      );
-      if (rows.every((r) => !['queued', 'running'].includes(r.status)) || Date.now() > deadline) return rows;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    let unfinished = ids.length;
+    return eventually(
+      async () => {
+        const rows = await dataSource.query<RunRow[]>(
+          `SELECT r.id, r.status,
+             (SELECT json_agg(json_build_object('step_id', s.step_id, 'status', s.status, 'output', s.output, 'finished_at', s.finished_at))
+              FROM workflow_run_steps s WHERE s.run_id = r.id) AS steps
+           FROM workflow_runs r WHERE r.id = ANY($1::uuid[])`,
+          [ids],
+        );
+        unfinished = rows.filter((r) => ['queued', 'running'].includes(r.status)).length;
+        return unfinished === 0 && rows;
+      },
+      { timeoutMs, intervalMs: 250, message: () => `${ids.length} runs to finish (${unfinished} still queued or running)` },
+    );
   };
 
   /** Every run succeeded with every step's result, and no step was called again once its result was committed. */
@@ -104,7 +108,7 @@ describe('durable workflow runs under failure', () => {
         const key = `${run.id}:${step.step_id}`;
         expect(step).toMatchObject({ status: 'succeeded', output: { key } });
         const committed = new Date(step.finished_at).getTime();
-        for (const calledAt of remote.calls.get(key) ?? []) expect(calledAt).toBeLessThanOrEqual(committed + 1);
+        for (const { at: calledAt } of remote.calls.get(key) ?? []) expect(calledAt).toBeLessThanOrEqual(committed + 1);
       }
     }
   };
@@ -121,7 +125,7 @@ describe('durable workflow runs under failure', () => {
     }
     const rows = await untilFinished(ids, 180_000);
     expectCompleteAndNeverRepeatedAfterCommit(rows, ids);
-    const repeated = [...remote.calls.values()].filter((at) => at.length > 1).length;
+    const repeated = [...remote.calls.values()].filter((calls) => calls.length > 1).length;
     // Steps in flight at a kill ran again, under their same key.
     expect(repeated).toBeGreaterThan(0);
     for (const worker of workers) expect(worker.alive()).toBe(true);

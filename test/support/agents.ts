@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { eventually } from './eventually';
 import { bearer, TestApp, TestOrg } from './test-app';
 
 /** Helpers for specs that register and execute agents. */
@@ -17,14 +18,17 @@ export async function registerAgent(t: TestApp, org: TestOrg, body: Record<strin
   return res.body.id as string;
 }
 
-/** Polls an execution until it is final (or the deadline passes) and answers its last state. */
+/** Polls an execution until it is final and answers it; throws if it is still queued or running after `timeoutMs`. */
 export async function settled(t: TestApp, org: TestOrg, agentId: string, executionId: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await t.http().get(`/api/agents/${agentId}/history/${executionId}`).set(bearer(org.viewer));
-    if (!['queued', 'running'].includes(res.body.status) || Date.now() > deadline) return res.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let status: unknown;
+  return eventually(
+    async () => {
+      const res = await t.http().get(`/api/agents/${agentId}/history/${executionId}`).set(bearer(org.viewer));
+      status = res.body.status;
+      return ['queued', 'running'].includes(res.body.status) ? undefined : res.body;
+    },
+    { timeoutMs, intervalMs: 100, message: () => `execution ${executionId} to finish (still ${status})` },
+  );
 }
 
 /**

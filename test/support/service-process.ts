@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { eventually } from './eventually';
 
 export interface ServiceProcess {
   port: number;
@@ -44,16 +45,20 @@ export async function startService(env: Record<string, string>, readyTimeoutMs =
       await exited;
     },
   };
-  const deadline = Date.now() + readyTimeoutMs;
-  while (Date.now() < deadline) {
-    if (!service.alive()) throw new Error(`service exited during start (code ${child.exitCode})`);
-    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
+  try {
+    await eventually(
+      async () => {
+        if (!service.alive()) throw new Error(`service exited during start (code ${child.exitCode})`);
+        return fetch(`http://127.0.0.1:${port}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      { timeoutMs: readyTimeoutMs, intervalMs: 200, message: `the service on port ${port} to answer /health/ready` },
     );
-    if (ready) return service;
-    await new Promise((r) => setTimeout(r, 200));
+  } catch (error) {
+    await service.kill();
+    throw error;
   }
-  await service.kill();
-  throw new Error('service did not become ready in time');
+  return service;
 }

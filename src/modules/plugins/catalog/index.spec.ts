@@ -1,4 +1,4 @@
-import { loopbackClient } from './test-support/execute-request';
+import { loopbackClient } from '../../../../test/support/execute-request';
 import { builtInPlugins } from '.';
 
 describe('builtInPlugins', () => {

@@ -1,5 +1,5 @@
-import { closedPortUrl, LoopbackServer, sendJson, startLoopbackServer } from '../test-support/loopback-server';
-import { failureOf, loopbackClient, makeExecuteRequest } from '../test-support/execute-request';
+import { closedPortUrl, LoopbackServer, sendJson, startLoopbackServer } from '../../../../../test/support/loopback-server';
+import { failureOf, loopbackClient, makeExecuteRequest } from '../../../../../test/support/execute-request';
 import { ExecuteRequest } from '../../domain/plugin';
 import { createHttpPlugin } from './http.plugin';
 

@@ -1,5 +1,5 @@
-import { LoopbackServer, sendJson, startLoopbackServer } from '../test-support/loopback-server';
-import { failureOf, loopbackClient, makeExecuteRequest } from '../test-support/execute-request';
+import { LoopbackServer, sendJson, startLoopbackServer } from '../../../../../test/support/loopback-server';
+import { failureOf, loopbackClient, makeExecuteRequest } from '../../../../../test/support/execute-request';
 import { createHttpPlugin } from './http.plugin';
 
 const request = createHttpPlugin(loopbackClient()).actions.request;

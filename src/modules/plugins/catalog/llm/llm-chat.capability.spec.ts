@@ -1,43 +1,29 @@
 import { ExecuteRequest, ExecutionError, ExecutionErrorCode } from '../../domain/plugin';
-import { failureOf, loopbackClient, makeExecuteRequest } from '../test-support/execute-request';
-import { LoopbackServer, RecordedRequest, sendJson, startLoopbackServer } from '../test-support/loopback-server';
+import { failureOf, loopbackClient, makeExecuteRequest } from '../../../../../test/support/execute-request';
+import { answer, completion, FakeLlm, respond, startFakeLlm } from '../../../../../test/support/fake-llm';
+import { RecordedRequest } from '../../../../../test/support/loopback-server';
 import { createLlmPlugin } from './llm.plugin';
 
 const API_KEY = 'sk-test-7f3a9c1e5b';
 const chat = createLlmPlugin(loopbackClient()).agentKinds.chat;
 
-function completion(content: unknown, extra: Record<string, unknown> = {}) {
-  return {
-    id: 'chatcmpl-1',
-    object: 'chat.completion',
-    model: 'served-model',
-    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 },
-    ...extra,
-  };
-}
-
 describe('llm.chat', () => {
-  let server: LoopbackServer;
-  let reply: Parameters<typeof startLoopbackServer>[0];
+  let llm: FakeLlm;
   const errors: ExecutionError[] = [];
 
   beforeAll(async () => {
-    server = await startLoopbackServer((req, res) => {
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return sendJson(res, 404, { error: { message: 'no route' } });
-      reply(req, res);
-    });
+    llm = await startFakeLlm();
   });
-  afterAll(() => server.close());
+  afterAll(() => llm.close());
   beforeEach(() => {
-    server.requests.length = 0;
-    reply = (_req, res) => sendJson(res, 200, completion('Hello there'));
+    llm.requests.length = 0;
+    llm.reply = answer('Hello there');
   });
 
   function call(config: Record<string, unknown> = {}, overrides: Partial<ExecuteRequest> = {}) {
     return chat.execute(
       makeExecuteRequest({
-        pluginConfig: { baseUrl: `${server.url}/v1`, apiKey: API_KEY, defaultModel: 'default-model' },
+        pluginConfig: { baseUrl: llm.baseUrl, apiKey: API_KEY, defaultModel: 'default-model' },
         config: { promptTemplate: 'Say hi to {{user.name}}', ...config },
         input: { user: { name: 'Ada', tags: ['x', 'y'] }, n: 3 },
         ...overrides,
@@ -51,7 +37,7 @@ describe('llm.chat', () => {
     return error;
   }
 
-  function sent(request: RecordedRequest = server.requests[0]): Record<string, unknown> {
+  function sent(request: RecordedRequest = llm.requests[0]): Record<string, unknown> {
     return JSON.parse(request.body) as Record<string, unknown>;
   }
 
@@ -69,7 +55,7 @@ describe('llm.chat', () => {
       model: 'served-model',
       finishReason: 'stop',
     });
-    expect(server.requests[0].headers.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(llm.requests[0].headers.authorization).toBe(`Bearer ${API_KEY}`);
     expect(sent()).toEqual({
       model: 'default-model',
       messages: [
@@ -84,36 +70,36 @@ describe('llm.chat', () => {
   it('joins a base URL with a trailing slash, and sends no Authorization without a key', async () => {
     await chat.execute(
       makeExecuteRequest({
-        pluginConfig: { baseUrl: `${server.url}/v1/`, defaultModel: 'default-model' },
+        pluginConfig: { baseUrl: `${llm.baseUrl}/`, defaultModel: 'default-model' },
         config: { promptTemplate: 'x', model: 'other-model' },
       }),
     );
-    expect(server.requests[0].url).toBe('/v1/chat/completions');
-    expect(server.requests[0].headers.authorization).toBeUndefined();
+    expect(llm.requests[0].url).toBe('/v1/chat/completions');
+    expect(llm.requests[0].headers.authorization).toBeUndefined();
     expect(sent()).toMatchObject({ model: 'other-model', messages: [{ role: 'user', content: 'x' }] });
   });
 
   it('asks for a JSON object and parses it when output is json', async () => {
-    reply = (_req, res) => sendJson(res, 200, completion('```json\n{"sentiment": "positive", "score": 0.9}\n```'));
+    llm.reply = answer('```json\n{"sentiment": "positive", "score": 0.9}\n```');
     const output = await call({ output: 'json' });
     expect(output).toMatchObject({ json: { sentiment: 'positive', score: 0.9 }, usage: { totalTokens: 17 } });
     expect(sent()).toMatchObject({ response_format: { type: 'json_object' } });
   });
 
   it('reports 429 as UPSTREAM_ERROR without echoing the upstream body', async () => {
-    reply = (_req, res) => sendJson(res, 429, { error: { message: `Rate limit reached for key ${API_KEY}` } });
+    llm.reply = respond(429, { error: { message: `Rate limit reached for key ${API_KEY}` } });
     const error = await failure(call(), 'UPSTREAM_ERROR');
     expect(error.message).toBe('LLM endpoint answered 429 (rate limited)');
   });
 
   it('reports a 500 as UPSTREAM_ERROR', async () => {
-    reply = (_req, res) => sendJson(res, 500, { error: { message: 'boom' } });
+    llm.reply = respond(500, { error: { message: 'boom' } });
     const error = await failure(call(), 'UPSTREAM_ERROR');
     expect(error.message).toMatch(/500/);
   });
 
   it('reports a 401 as UPSTREAM_ERROR', async () => {
-    reply = (_req, res) => sendJson(res, 401, { error: { message: `Incorrect API key provided: ${API_KEY}` } });
+    llm.reply = respond(401, { error: { message: `Incorrect API key provided: ${API_KEY}` } });
     const error = await failure(call(), 'UPSTREAM_ERROR');
     expect(error.message).toMatch(/401/);
   });
@@ -123,29 +109,29 @@ describe('llm.chat', () => {
     ['null content', completion(null)],
     ['not an object', 'just text'],
   ])('reports a malformed reply (%s) as INVALID_OUTPUT', async (_name, body) => {
-    reply = (_req, res) => sendJson(res, 200, body);
+    llm.reply = respond(200, body);
     await failure(call(), 'INVALID_OUTPUT');
   });
 
   it('reports a body that is not JSON as INVALID_OUTPUT', async () => {
-    reply = (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy error</html>');
+    llm.reply = (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy error</html>');
     await failure(call(), 'INVALID_OUTPUT');
   });
 
   it('reports unparseable content as INVALID_OUTPUT when output is json', async () => {
-    reply = (_req, res) => sendJson(res, 200, completion('Sure! Here is the JSON: {"a": 1'));
+    llm.reply = answer('Sure! Here is the JSON: {"a": 1');
     await failure(call({ output: 'json' }), 'INVALID_OUTPUT');
   });
 
   it('times out when the endpoint never answers', async () => {
-    reply = () => undefined;
+    llm.reply = () => undefined;
     const started = Date.now();
     await failure(call({}, { timeoutMs: 200 }), 'AGENT_TIMEOUT');
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('reports CANCELED when the signal aborts', async () => {
-    reply = () => undefined;
+    llm.reply = () => undefined;
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     await failure(call({}, { signal: controller.signal }), 'CANCELED');

@@ -1,5 +1,5 @@
 import { EvaluateOptions, ExpressionFailure } from '../../../../shared/expressions/expression-sandbox';
-import { failureOf, makeExecuteRequest } from '../test-support/execute-request';
+import { failureOf, makeExecuteRequest } from '../../../../../test/support/execute-request';
 import { createTransformPlugin, ExpressionEvaluator, MAX_OUTPUT_BYTES } from './transform.plugin';
 
 /** An in-memory evaluator: answers what it is told, and records what it was asked. */

@@ -1,7 +1,7 @@
-import { OutboundHttp } from '../../../../shared/outbound/outbound-http';
-import { parseAllowList } from '../../../../shared/outbound/address-policy';
-import { ExecuteRequest, ExecutionError, ExecutionErrorCode } from '../../domain/plugin';
-import { HttpClient } from '../http-client';
+import { OutboundHttp } from '../../src/shared/outbound/outbound-http';
+import { parseAllowList } from '../../src/shared/outbound/address-policy';
+import { ExecuteRequest, ExecutionError, ExecutionErrorCode } from '../../src/modules/plugins/domain/plugin';
+import { HttpClient } from '../../src/modules/plugins/catalog/http-client';
 
 /** The real outbound client, allowed to reach 127.0.0.1 only (where the test servers listen). */
 export function loopbackClient(): HttpClient {

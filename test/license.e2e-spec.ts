@@ -171,6 +171,27 @@ describe('license', () => {
     expect((await addUser(greedy, 'after')).status).toBe(201);
   });
 
+  it('gives the last seat of a quota to exactly one of many concurrent creates', async () => {
+    const org = await t.newOrg('team');
+    // newOrg made 4 users: a quota of 5 leaves one seat, which six requests race for.
+    expect((await t.http().patch(`/api/organizations/${org.id}`).set(bearer(operator)).send({ seatQuota: 5 })).status).toBe(200);
+    const racers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        t
+          .http()
+          .post('/api/users')
+          .set(bearer(org.admin))
+          .send({ email: `race-${i}-${Date.now()}@lic.test`, password: PASSWORD, role: 'viewer' }),
+      ),
+    );
+    expect(racers.map((r) => r.status).sort()).toEqual([201, 403, 403, 403, 403, 403]);
+    for (const refused of racers.filter((r) => r.status === 403)) expect(refused.body.error.code).toBe('SEAT_LIMIT_REACHED');
+    const [{ count }] = await t.app
+      .get(DataSource)
+      .query<Array<{ count: string }>>('SELECT count(*) AS count FROM users WHERE organization_id = $1', [org.id]);
+    expect(Number(count)).toBe(5);
+  });
+
   it('refuses a user beyond the seats', async () => {
     const [{ count }] = await t.app.get(DataSource).query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
     expect((await install(await issueLicense(grant({ seats: Number(count) + 1 }), VENDOR_KEY))).status).toBe(200);

@@ -65,14 +65,14 @@ module.exports = {
     {
       name: 'no-test-support-in-src',
       severity: 'error',
-      comment: 'Test helpers live in test/support, not in what ships.',
-      from: { path: '^src/', pathNot: '\\.spec\\.ts$' },
+      comment: 'Test helpers live in test/support, not in what ships (specs and their *.fake.ts, left out of the build, may use them).',
+      from: { path: '^src/', pathNot: '\\.(spec|fake)\\.ts$' },
       to: { path: '(^test/|/test-support/)' },
     },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^dist/|\\.spec\\.ts$|src/database/migrations/)' },
+    exclude: { path: '(^dist/|\\.(spec|fake)\\.ts$|src/database/migrations/)' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },

@@ -55,7 +55,7 @@ async function main() {
     {
       tsPreCompilationDeps: true,
       doNotFollow: { path: 'node_modules' },
-      exclude: { path: '(\\.spec\\.ts$|src/database/migrations/)' },
+      exclude: { path: '(\\.(spec|fake)\\.ts$|src/database/migrations/)' },
     },
     undefined,
     { tsConfig: extractTSConfig('tsconfig.json') },

@@ -1,4 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
+import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
@@ -17,21 +17,9 @@ import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
  * not seen by the next read.
  */
 
-/**
- * @Transactional() methods look up a TransactionHost; this one runs them as they are (the
- * fakes have no transactions to open). Call once per spec file.
- */
+/** @Transactional() methods need a TransactionHost; the fakes have no transactions to open. Call once per spec file. */
 export function runTransactionsInline(): void {
-  const none = {};
-  // The adapter's options, typed for no adapter in particular.
-  new TransactionHost({
-    wrapWithTransaction: (_options: unknown, fn: () => Promise<unknown>, setTx: (tx?: object) => void) => {
-      setTx(none);
-      return fn();
-    },
-    getFallbackInstance: () => none,
-    connectionName: undefined,
-  } as never);
+  inlineTransactions();
 }
 
 export class InMemoryUserRepository extends UserRepository {

@@ -1,5 +1,5 @@
 import { createPrivateKey } from 'node:crypto';
-import { TransactionHost } from '@nestjs-cls/transactional';
+import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Logger } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../../../config/app-config';
@@ -50,14 +50,7 @@ function localSignals() {
   return { signals: signals as unknown as Signals, published };
 }
 
-/** @Transactional() finds this host: a "transaction" that only marks where it begins and ends. */
-const transactions = new TransactionHost({
-  getFallbackInstance: () => null,
-  wrapWithTransaction: (_options: unknown, fn: () => Promise<unknown>, setTx: (tx: unknown) => void) => {
-    setTx({});
-    return fn();
-  },
-} as never);
+const transactions = inlineTransactions();
 
 const vendor = generateLicenseKeyPair();
 const grant = (extra: Partial<LicenseGrant> = {}): LicenseGrant => ({ customer: 'Acme', tier: 'team', seats: 50, days: 30, ...extra });

@@ -1,4 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
+import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page } from '../../../shared/pagination/cursor';
 import { LicensingService } from '../../licensing/application/licensing.service';
@@ -8,14 +8,7 @@ import { User } from '../domain/user';
 import { UserRepository } from '../domain/user.repository';
 import { UsersService } from './users.service';
 
-/** @Transactional() finds this host: a "transaction" that only marks where it begins and ends. */
-const transactions = new TransactionHost({
-  getFallbackInstance: () => null,
-  wrapWithTransaction: (_options: unknown, fn: () => Promise<unknown>, setTx: (tx: unknown) => void) => {
-    setTx({});
-    return fn();
-  },
-} as never);
+const transactions = inlineTransactions();
 
 class InMemoryUserRepository extends UserRepository {
   readonly users: User[] = [];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { TransactionHost } from '@nestjs-cls/transactional';
+import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Submission, Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -13,17 +13,7 @@ import { RunJobs } from './run-jobs';
 import { RunsService } from './runs.service';
 import { WorkflowsService } from './workflows.service';
 
-/**
- * `enqueue` is @Transactional(): outside Nest the decorator throws "TransactionHost not
- * initialized", so it finds this host, a "transaction" that only marks where it runs.
- */
-const transactions = new TransactionHost({
-  getFallbackInstance: () => null,
-  wrapWithTransaction: (_options: unknown, fn: () => Promise<unknown>, setTx: (tx: unknown) => void) => {
-    setTx({});
-    return fn();
-  },
-} as never);
+const transactions = inlineTransactions();
 
 function unused(): never {
   throw new Error('not used by RunsService');

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Job, JobResult } from 'pg-boss';
 import { Coalescer } from '../shared/batching/coalescer';
+import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
@@ -68,6 +71,8 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   /** False once lost workers have used up the record's allowance: it is failed with `lost` instead. */
   recoverable(unfinished: U): boolean;
   lost: Failure;
+  /** The event a record reaching its final status raises, written in the same transaction as the status (outbox). */
+  event?(finished: R): PlatformEvent | null;
 }
 
 /** What a worker's run of one started record answers. */
@@ -114,6 +119,8 @@ export class DurableJobs {
     readonly reconciler: JobReconciler,
     readonly idempotency: IdempotencyKeys,
     readonly metrics: Metrics,
+    readonly outbox: EventOutbox,
+    readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {
     reconciler.addChore(() => idempotency.purgeExpired());
   }
@@ -144,7 +151,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   ) {
     this.metrics = new JobMetrics(core.metrics, definition.metrics);
     this.logger = new Logger(`Jobs:${definition.name}`);
-    this.finishes = new Coalescer((outcomes) => definition.records.finish(outcomes));
+    this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes)));
     core.reconciler.register({
       queue: definition.queue,
       unfinished: (olderThanMs, limit) => this.unfinished(olderThanMs, limit),
@@ -189,10 +196,22 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     });
   }
 
-  /** A cancel the API recorded: the worker running it (in any process) aborts it; waiters get the record. */
-  canceled(record: R, labels: Labels): void {
-    this.core.signals.publish(this.topic('canceled'), record.id);
-    this.announceFinished(record, labels);
+  /**
+   * A cancel through the API: `change` is the guarded UPDATE (null when the record was already
+   * final); with its event in one transaction. The worker running it (in any process) aborts
+   * it, and waiters get the record.
+   */
+  async cancel(change: () => Promise<R | null>, labels: Labels): Promise<R | null> {
+    const [canceled] = await this.withEvents(async () => [await change()]);
+    if (!canceled) return null;
+    this.core.signals.publish(this.topic('canceled'), canceled.id);
+    this.announceFinished(canceled, labels);
+    return canceled;
+  }
+
+  /** Records the final outcome of a record that another part of the service runs (a workflow step's execution). */
+  async finishOwned(id: string, outcome: Outcome, labels: Labels): Promise<void> {
+    await this.finish(id, outcome, labels);
   }
 
   /** A record reached its final status (here, or where another part of the service ran it): counted, then announced. */
@@ -264,9 +283,23 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   }
 
   private async abandon(orphan: UnfinishedRecord & { labels: Labels }): Promise<boolean> {
-    const abandoned = await this.definition.records.abandon(orphan.id, orphan.jobId, this.definition.lost);
+    const [abandoned] = await this.withEvents(async () => [
+      await this.definition.records.abandon(orphan.id, orphan.jobId, this.definition.lost),
+    ]);
     if (abandoned) this.announceFinished(abandoned, orphan.labels);
     return abandoned !== null;
+  }
+
+  /** Runs a status change and writes the events of the records it finished, in one transaction. */
+  private withEvents(change: () => Promise<Array<R | null>>): Promise<Array<R | null>> {
+    const { event } = this.definition;
+    if (!event) return change();
+    return this.core.txHost.withTransaction(async () => {
+      const finished = await change();
+      const events = finished.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null);
+      if (events.length) await this.core.outbox.publish(events);
+      return finished;
+    });
   }
 
   private topic(event: 'finished' | 'canceled'): string {

@@ -15,7 +15,8 @@ import {
 } from 'class-validator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
-import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
+import { EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
+import { ExecutionResponse } from '../execution.response';
 import { Optional } from '../../../shared/http/optional.decorator';
 
 const KIND = /^[a-z][a-z0-9-]*\.[a-zA-Z][a-zA-Z0-9_-]*$/;
@@ -163,48 +164,6 @@ export class AgentResponse {
 export class AgentPageResponse {
   @ApiProperty({ type: [AgentResponse] }) data!: AgentResponse[];
   @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
-}
-
-class ExecutionErrorResponse {
-  @ApiProperty({ example: 'UPSTREAM_ERROR' }) code!: string;
-  @ApiProperty() message!: string;
-}
-
-class TriggerResponse {
-  @ApiProperty({ enum: ['user', 'workflow_run'] }) type!: string;
-  @ApiProperty({ format: 'uuid' }) id!: string;
-}
-
-export class ExecutionResponse {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ format: 'uuid' }) agentId!: string;
-  @ApiProperty({ enum: EXECUTION_STATUSES }) status!: ExecutionStatus;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON; set when succeeded' }) output!: unknown;
-  @ApiProperty({ type: ExecutionErrorResponse, nullable: true }) error!: ExecutionErrorResponse | null;
-  @ApiProperty({ description: 'Attempts started so far' }) attempts!: number;
-  @ApiProperty() createdAt!: string;
-  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
-  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
-  @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
-  @ApiProperty({ type: TriggerResponse }) triggeredBy!: TriggerResponse;
-
-  static of(e: Execution): ExecutionResponse {
-    return {
-      id: e.id,
-      agentId: e.agentId,
-      status: e.status,
-      input: e.input,
-      output: e.output,
-      error: e.error,
-      attempts: e.attempts,
-      createdAt: e.createdAt.toISOString(),
-      startedAt: e.startedAt?.toISOString() ?? null,
-      finishedAt: e.finishedAt?.toISOString() ?? null,
-      durationMs: durationMs(e),
-      triggeredBy: e.triggeredBy,
-    };
-  }
 }
 
 export class ExecutionPageResponse {

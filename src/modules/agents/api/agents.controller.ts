@@ -24,11 +24,11 @@ import {
   AgentResponse,
   CreateAgentRequest,
   ExecutionPageResponse,
-  ExecutionResponse,
   HistoryQuery,
   UpdateAgentRequest,
 } from './agent.dto';
 import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
+import { ExecutionResponse } from '../execution.response';
 
 @ApiTags('agents')
 @ApiBearerAuth()

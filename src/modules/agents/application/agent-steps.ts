@@ -86,7 +86,6 @@ export class AgentSteps {
 
   /** Records the step's final outcome on its execution. */
   async finish(agent: Agent, executionId: string, outcome: Outcome): Promise<void> {
-    const [finished] = await this.executions.finish([{ id: executionId, outcome }]);
-    if (finished) this.jobs.announceFinished(finished, { kind: agent.kind });
+    await this.jobs.finishOwned(executionId, outcome, { kind: agent.kind });
   }
 }

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { resourceEventData } from '../../../shared/events/event-data';
 import { Execution } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
+import { ExecutionResponse } from '../execution.response';
 
 /** Restarts after lost workers allowed beyond the agent's own attempts before the execution is failed. */
 export const LOST_WORKER_ALLOWANCE = 3;
@@ -45,6 +47,11 @@ export class ExecutionJobs extends DurableJobKind<Execution, StartedAttempt, Unf
         code: 'EXECUTION_LOST',
         message: 'The execution was interrupted by lost workers more often than its attempts allow',
       },
+      event: (execution) => ({
+        organizationId: execution.organizationId,
+        type: `agent.execution.${execution.status}`,
+        data: resourceEventData(ExecutionResponse.of(execution), `/api/agents/${execution.agentId}/history/${execution.id}`),
+      }),
     });
   }
 }

@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, IsIn, IsISO8601 } from 'class-validator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
-import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from '../domain/run';
+import { RUN_STATUSES, RunStatus } from '../domain/run';
+import { RunResponse } from '../run.response';
 import { Workflow } from '../domain/workflow';
 import { WorkflowVersion } from '../domain/workflow.repository';
 import { Optional } from '../../../shared/http/optional.decorator';
@@ -105,76 +106,6 @@ export class WorkflowVersionResponse {
 export class WorkflowVersionPageResponse {
   @ApiProperty({ type: [WorkflowVersionResponse] }) data!: WorkflowVersionResponse[];
   @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
-}
-
-class FailureResponse {
-  @ApiProperty({ example: 'STEP_FAILED' }) code!: string;
-  @ApiProperty() message!: string;
-}
-
-export class StepRunResponse {
-  @ApiProperty() id!: string;
-  @ApiProperty({ enum: STEP_STATUSES }) status!: string;
-  @ApiProperty() attempts!: number;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
-  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
-  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent step's execution" }) executionId!: string | null;
-  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
-  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
-
-  static of(s: StepRun): StepRunResponse {
-    return {
-      id: s.id,
-      status: s.status,
-      attempts: s.attempts,
-      input: s.input,
-      output: s.output,
-      error: s.error,
-      executionId: s.executionId,
-      startedAt: s.startedAt?.toISOString() ?? null,
-      finishedAt: s.finishedAt?.toISOString() ?? null,
-    };
-  }
-}
-
-class RunTriggerResponse {
-  @ApiProperty({ enum: ['user'] }) type!: string;
-  @ApiProperty({ format: 'uuid' }) id!: string;
-}
-
-export class RunResponse {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ format: 'uuid' }) workflowId!: string;
-  @ApiProperty() workflowVersion!: number;
-  @ApiProperty({ enum: RUN_STATUSES }) status!: RunStatus;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
-  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
-  @ApiPropertyOptional({ type: [StepRunResponse], description: 'In definition order; left out of lists' }) steps?: StepRunResponse[];
-  @ApiProperty() createdAt!: string;
-  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
-  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
-  @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
-  @ApiProperty({ type: RunTriggerResponse }) triggeredBy!: RunTriggerResponse;
-
-  static of(run: Run, withSteps = true): RunResponse {
-    return {
-      id: run.id,
-      workflowId: run.workflowId,
-      workflowVersion: run.workflowVersion,
-      status: run.status,
-      input: run.input,
-      output: run.output,
-      error: run.error,
-      ...(withSteps ? { steps: run.steps.map(StepRunResponse.of) } : {}),
-      createdAt: run.createdAt.toISOString(),
-      startedAt: run.startedAt?.toISOString() ?? null,
-      finishedAt: run.finishedAt?.toISOString() ?? null,
-      durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
-      triggeredBy: run.triggeredBy,
-    };
-  }
 }
 
 export class RunPageResponse {

@@ -23,13 +23,13 @@ import { isRunFinished } from '../domain/run';
 import {
   RunHistoryQuery,
   RunPageResponse,
-  RunResponse,
   WorkflowDefinitionBody,
   WorkflowPageResponse,
   WorkflowResponse,
   WorkflowVersionPageResponse,
   WorkflowVersionResponse,
 } from './workflow.dto';
+import { RunResponse } from '../run.response';
 
 @ApiTags('workflows')
 @ApiBearerAuth()

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { resourceEventData } from '../../../shared/events/event-data';
 import { Run } from '../domain/run';
 import { RunRepository, UnfinishedRun } from '../domain/workflow.repository';
+import { RunResponse } from '../run.response';
 
 /** Times a lost worker may cost a run before it is failed. */
 export const RUN_LOST_WORKER_ALLOWANCE = 5;
@@ -38,6 +40,11 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       sendOptions: runJobOptions,
       recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
       lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
+      event: (run) => ({
+        organizationId: run.organizationId,
+        type: `workflow.run.${run.status}`,
+        data: resourceEventData(RunResponse.of(run, false), `/api/workflows/${run.workflowId}/runs/${run.id}`),
+      }),
     });
   }
 }

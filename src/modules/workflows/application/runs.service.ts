@@ -54,12 +54,11 @@ export class RunsService {
 
   /** Queued or running -> canceled; running steps are aborted through their signal and never recorded as done. */
   async cancel(caller: Principal, workflowId: string, id: string): Promise<Run> {
-    const canceled = await this.runs.cancel(caller.organizationId, workflowId, id, CANCELED);
+    const canceled = await this.jobs.cancel(() => this.runs.cancel(caller.organizationId, workflowId, id, CANCELED), {});
     if (!canceled) {
       const run = await this.get(caller, workflowId, id);
       throw new DomainError('NOT_CANCELABLE', `The run is already ${run.status} and cannot be canceled`);
     }
-    this.jobs.canceled(canceled, {});
     return canceled;
   }
 

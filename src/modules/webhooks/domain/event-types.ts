@@ -1,0 +1,153 @@
+/** What a receiver may subscribe to: each event type, what it means, the schema of its `data` and an example. */
+export interface EventType {
+  type: string;
+  description: string;
+  schema: Record<string, unknown>;
+  example: Record<string, unknown>;
+}
+
+const failure = {
+  type: ['object', 'null'],
+  properties: { code: { type: 'string' }, message: { type: 'string' } },
+  required: ['code', 'message'],
+};
+const timestamps = {
+  createdAt: { type: 'string', format: 'date-time' },
+  startedAt: { type: ['string', 'null'], format: 'date-time' },
+  finishedAt: { type: ['string', 'null'], format: 'date-time' },
+  durationMs: { type: ['integer', 'null'] },
+};
+/** Outputs past 64 KiB are left out: `outputTruncated` is then true and `links.self` has the whole resource. */
+const output = {
+  output: { description: 'Any JSON; null when truncated' },
+  outputTruncated: { type: 'boolean' },
+  links: { type: 'object', properties: { self: { type: 'string' } }, required: ['self'] },
+};
+
+const execution = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    agentId: { type: 'string', format: 'uuid' },
+    status: { enum: ['succeeded', 'failed', 'timed_out', 'canceled'] },
+    input: {},
+    error: failure,
+    attempts: { type: 'integer' },
+    triggeredBy: { type: 'object' },
+    ...timestamps,
+    ...output,
+  },
+  required: ['id', 'agentId', 'status', 'error', 'links'],
+};
+const run = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    workflowId: { type: 'string', format: 'uuid' },
+    workflowVersion: { type: 'integer' },
+    status: { enum: ['succeeded', 'failed', 'timed_out', 'canceled'] },
+    input: {},
+    error: failure,
+    triggeredBy: { type: 'object' },
+    ...timestamps,
+    ...output,
+  },
+  required: ['id', 'workflowId', 'status', 'error', 'links'],
+};
+const plugin = {
+  type: 'object',
+  properties: { slug: { type: 'string' }, version: { type: 'string' } },
+  required: ['slug'],
+};
+
+const at = '2026-01-01T12:00:00.000Z';
+const ids = { agent: '3f0c2a4e-8c1d-4b7e-9a51-0f6b2d1e7c11', execution: 'a9e1d2c3-4b5a-4c6d-8e7f-901a2b3c4d5e' };
+
+function finished(noun: 'execution' | 'run', status: string): Pick<EventType, 'description'> {
+  const what = noun === 'execution' ? 'An agent execution' : 'A workflow run';
+  return { description: `${what} ended ${status.replace('_', ' ')}` };
+}
+
+const STATUSES = ['succeeded', 'failed', 'timed_out', 'canceled'] as const;
+
+export const EVENT_TYPES: readonly EventType[] = [
+  {
+    type: 'plugin.installed',
+    description: 'A plugin was installed in the organization (or its configuration replaced)',
+    schema: plugin,
+    example: { slug: 'http', version: '1.0.0' },
+  },
+  { type: 'plugin.uninstalled', description: 'A plugin was uninstalled', schema: plugin, example: { slug: 'http' } },
+  ...STATUSES.map((status) => ({
+    type: `agent.execution.${status}`,
+    ...finished('execution', status),
+    schema: execution,
+    example: {
+      id: ids.execution,
+      agentId: ids.agent,
+      status,
+      input: { text: 'hi' },
+      output: status === 'succeeded' ? 'HI' : null,
+      outputTruncated: false,
+      error: status === 'succeeded' ? null : { code: status === 'canceled' ? 'CANCELED' : 'UPSTREAM_ERROR', message: '...' },
+      attempts: 1,
+      triggeredBy: { type: 'user', id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e' },
+      createdAt: at,
+      startedAt: at,
+      finishedAt: at,
+      durationMs: 2,
+      links: { self: `/api/agents/${ids.agent}/history/${ids.execution}` },
+    },
+  })),
+  ...STATUSES.map((status) => ({
+    type: `workflow.run.${status}`,
+    ...finished('run', status),
+    schema: run,
+    example: {
+      id: ids.execution,
+      workflowId: ids.agent,
+      workflowVersion: 1,
+      status,
+      input: { n: 5 },
+      output: status === 'succeeded' ? { n: 13 } : null,
+      outputTruncated: false,
+      error: status === 'succeeded' ? null : { code: 'STEP_FAILED', message: '...' },
+      triggeredBy: { type: 'user', id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e' },
+      createdAt: at,
+      startedAt: at,
+      finishedAt: at,
+      durationMs: 30,
+      links: { self: `/api/workflows/${ids.agent}/runs/${ids.execution}` },
+    },
+  })),
+  {
+    type: 'webhook.endpoint.disabled',
+    description: 'Another endpoint of the organization was disabled (it answered 410, or failed for days)',
+    schema: {
+      type: 'object',
+      properties: { endpointId: { type: 'string', format: 'uuid' }, url: { type: 'string' }, reason: { type: 'string' } },
+      required: ['endpointId', 'url', 'reason'],
+    },
+    example: { endpointId: ids.agent, url: 'https://hooks.example.com/platform', reason: 'The receiver answered 410 Gone' },
+  },
+  {
+    type: 'webhook.test',
+    description: 'Sent on request (POST /api/webhooks/:id/test) to check an endpoint',
+    schema: { type: 'object', properties: { endpointId: { type: 'string', format: 'uuid' } }, required: ['endpointId'] },
+    example: { endpointId: ids.agent },
+  },
+];
+
+const KNOWN = new Set(EVENT_TYPES.map((e) => e.type));
+
+/** `agent.execution.failed`, or a prefix wildcard such as `workflow.run.*` (or `*`) that matches at least one type. */
+export function isEventPattern(pattern: string): boolean {
+  if (KNOWN.has(pattern)) return true;
+  if (pattern === '*') return true;
+  return pattern.endsWith('.*') && EVENT_TYPES.some((e) => e.type.startsWith(pattern.slice(0, -1)));
+}
+
+export function matchesPattern(pattern: string, type: string): boolean {
+  if (pattern === '*') return true;
+  return pattern.endsWith('.*') ? type.startsWith(pattern.slice(0, -1)) : pattern === type;
+}

@@ -1,0 +1,69 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { FailureResponse } from '../../shared/http/failure.response';
+import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
+
+export class StepRunResponse {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: STEP_STATUSES }) status!: string;
+  @ApiProperty() attempts!: number;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent step's execution" }) executionId!: string | null;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+
+  static of(s: StepRun): StepRunResponse {
+    return {
+      id: s.id,
+      status: s.status,
+      attempts: s.attempts,
+      input: s.input,
+      output: s.output,
+      error: s.error,
+      executionId: s.executionId,
+      startedAt: s.startedAt?.toISOString() ?? null,
+      finishedAt: s.finishedAt?.toISOString() ?? null,
+    };
+  }
+}
+
+class RunTriggerResponse {
+  @ApiProperty({ enum: ['user'] }) type!: string;
+  @ApiProperty({ format: 'uuid' }) id!: string;
+}
+
+/** A run as the API shows it (GET, and the data of workflow.run.* events, without steps). */
+export class RunResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) workflowId!: string;
+  @ApiProperty() workflowVersion!: number;
+  @ApiProperty({ enum: RUN_STATUSES }) status!: RunStatus;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
+  @ApiPropertyOptional({ type: [StepRunResponse], description: 'In definition order; left out of lists' }) steps?: StepRunResponse[];
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
+  @ApiProperty({ type: RunTriggerResponse }) triggeredBy!: RunTriggerResponse;
+
+  static of(run: Run, withSteps = true): RunResponse {
+    return {
+      id: run.id,
+      workflowId: run.workflowId,
+      workflowVersion: run.workflowVersion,
+      status: run.status,
+      input: run.input,
+      output: run.output,
+      error: run.error,
+      ...(withSteps ? { steps: run.steps.map(StepRunResponse.of) } : {}),
+      createdAt: run.createdAt.toISOString(),
+      startedAt: run.startedAt?.toISOString() ?? null,
+      finishedAt: run.finishedAt?.toISOString() ?? null,
+      durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
+      triggeredBy: run.triggeredBy,
+    };
+  }
+}

@@ -32,7 +32,13 @@ export const ENDPOINT_LIMITS = { eventTypes: 64, descriptionLength: 500, urlLeng
 export class WebhookEndpoint {
   private constructor(private props: EndpointProps) {}
 
-  static create(input: { organizationId: string; url: string; description?: string | null; eventTypes: string[]; enabled?: boolean }): WebhookEndpoint {
+  static create(input: {
+    organizationId: string;
+    url: string;
+    description?: string | null;
+    eventTypes: string[];
+    enabled?: boolean;
+  }): WebhookEndpoint {
     assertEventTypes(input.eventTypes);
     const now = new Date();
     return new WebhookEndpoint({

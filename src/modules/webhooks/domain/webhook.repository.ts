@@ -1,0 +1,62 @@
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { WebhookEndpoint } from './endpoint';
+import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
+
+export abstract class EndpointRepository {
+  abstract insert(endpoint: WebhookEndpoint): Promise<void>;
+  abstract update(endpoint: WebhookEndpoint): Promise<void>;
+  abstract find(organizationId: string, id: string): Promise<WebhookEndpoint | null>;
+  abstract list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>>;
+  abstract delete(organizationId: string, id: string): Promise<boolean>;
+  /** Every endpoint of these organizations, enabled or not (messages to a disabled one are kept as skipped). */
+  abstract ofOrganizations(organizationIds: string[]): Promise<WebhookEndpoint[]>;
+  /** A delivery failed: `failingSince` is set if it was not; answers it. */
+  abstract markFailing(id: string): Promise<Date | null>;
+  /** A delivery succeeded: failures stop counting. */
+  abstract markHealthy(id: string): Promise<void>;
+  /** Disables an enabled endpoint with the reason; true when it was enabled. */
+  abstract disable(id: string, reason: string): Promise<boolean>;
+}
+
+/** A message a worker took up, with the endpoint it goes to. */
+export interface StartedDelivery {
+  message: WebhookMessage;
+  endpoint: WebhookEndpoint;
+}
+
+export interface UnfinishedMessage {
+  id: string;
+  jobId: string | null;
+  attempts: number;
+}
+
+export interface DeliveryFilter {
+  status?: 'pending' | Exclude<MessageStatus, 'queued' | 'running'>;
+  since?: Date;
+}
+
+export abstract class MessageRepository {
+  abstract insertMany(messages: WebhookMessage[]): Promise<void>;
+  /** The durable-job core's view: one insert, guarded starts and finishes. */
+  abstract insert(message: WebhookMessage): Promise<void>;
+  abstract findById(id: string): Promise<WebhookMessage | null>;
+  abstract find(organizationId: string, endpointId: string, id: string): Promise<WebhookMessage | null>;
+  abstract start(ids: string[]): Promise<StartedDelivery[]>;
+  /** `canceled` outcomes are recorded as `skipped`. */
+  abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<WebhookMessage | null>>;
+  abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedMessage[]>;
+  abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
+  abstract abandon(id: string, jobId: string | null, error: Failure): Promise<WebhookMessage | null>;
+  /** Back to `queued` on a new job that starts at `at`, with the last error; false when it is no longer running. */
+  abstract retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean>;
+  /** A final message queued again (redeliver, recover) on a new job; null when it is still pending. */
+  abstract requeue(id: string, toJobId: string): Promise<WebhookMessage | null>;
+  /** Failed or skipped messages of the endpoint created at or after `since`, oldest first. */
+  abstract failedSince(endpointId: string, since: Date, limit: number): Promise<WebhookMessage[]>;
+  abstract history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>>;
+  abstract addAttempt(attempt: DeliveryAttempt): Promise<void>;
+  abstract attempts(messageId: string): Promise<DeliveryAttempt[]>;
+  /** Forgets messages finished before `before`; answers how many. */
+  abstract purge(before: Date): Promise<number>;
+}

@@ -1,0 +1,112 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { In } from 'typeorm';
+import { AppConfig } from '../../../config/app-config';
+import { keysetPage } from '../../../database/keyset';
+import { SecretBox } from '../../../shared/crypto/secret-box';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { SigningSecret, WebhookEndpoint } from '../domain/endpoint';
+import { EndpointRepository } from '../domain/webhook.repository';
+import { WebhookEndpointRow } from './webhook.orm-entities';
+
+/** Endpoints with their signing secrets sealed (AES-256-GCM, bound to the endpoint's id). */
+@Injectable()
+export class TypeOrmEndpointRepository extends EndpointRepository {
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    config: AppConfig,
+  ) {
+    super();
+    this.box = new SecretBox(config.secretsKey);
+  }
+
+  private get rows() {
+    return this.txHost.tx.getRepository(WebhookEndpointRow);
+  }
+
+  async insert(endpoint: WebhookEndpoint): Promise<void> {
+    await this.rows.insert(this.toRow(endpoint));
+  }
+
+  async update(endpoint: WebhookEndpoint): Promise<void> {
+    const { id, organizationId, ...rest } = this.toRow(endpoint);
+    await this.rows.update({ id, organizationId }, rest);
+  }
+
+  async find(organizationId: string, id: string): Promise<WebhookEndpoint | null> {
+    const row = await this.rows.findOneBy({ organizationId, id });
+    return row ? this.toDomain(row) : null;
+  }
+
+  async list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>> {
+    const qb = this.rows.createQueryBuilder('e').where('e.organizationId = :organizationId', { organizationId });
+    return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => this.toDomain(row));
+  }
+
+  async delete(organizationId: string, id: string): Promise<boolean> {
+    return ((await this.rows.delete({ organizationId, id })).affected ?? 0) > 0;
+  }
+
+  async ofOrganizations(organizationIds: string[]): Promise<WebhookEndpoint[]> {
+    if (!organizationIds.length) return [];
+    return (await this.rows.findBy({ organizationId: In(organizationIds) })).map((row) => this.toDomain(row));
+  }
+
+  async markFailing(id: string): Promise<Date | null> {
+    const [row] = await this.txHost.tx.query<Array<{ failing_since: Date | null }>>(
+      `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1 RETURNING failing_since`,
+      [id],
+    );
+    return row?.failing_since ?? null;
+  }
+
+  async markHealthy(id: string): Promise<void> {
+    await this.txHost.tx.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [id]);
+  }
+
+  async disable(id: string, reason: string): Promise<boolean> {
+    const rows = await this.txHost.tx.query<unknown[]>(
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled RETURNING id`,
+      [id, reason],
+    );
+    return rows.length > 0;
+  }
+
+  private toRow(endpoint: WebhookEndpoint): WebhookEndpointRow {
+    const secrets = endpoint.secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt?.toISOString() ?? null }));
+    return {
+      id: endpoint.id,
+      organizationId: endpoint.organizationId,
+      url: endpoint.url,
+      description: endpoint.description,
+      eventTypes: [...endpoint.eventTypes],
+      enabled: endpoint.enabled,
+      sealedSecrets: this.box.seal(JSON.stringify(secrets), `webhook:${endpoint.id}`),
+      disabledReason: endpoint.disabledReason,
+      failingSince: endpoint.failingSince,
+      createdAt: endpoint.createdAt,
+      updatedAt: endpoint.updatedAt,
+    };
+  }
+
+  private toDomain(row: WebhookEndpointRow): WebhookEndpoint {
+    const sealed = JSON.parse(this.box.open(row.sealedSecrets, `webhook:${row.id}`)) as Array<{ secret: string; expiresAt: string | null }>;
+    const secrets: SigningSecret[] = sealed.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt ? new Date(s.expiresAt) : null }));
+    return WebhookEndpoint.rehydrate({
+      id: row.id,
+      organizationId: row.organizationId,
+      url: row.url,
+      description: row.description,
+      eventTypes: row.eventTypes,
+      enabled: row.enabled,
+      secrets,
+      disabledReason: row.disabledReason,
+      failingSince: row.failingSince,
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    });
+  }
+}

@@ -17,6 +17,7 @@ import { PluginsModule } from './modules/plugins/plugins.module';
 import { QueueModule } from './queue/queue.module';
 import { ThrottlingModule } from './modules/throttling/throttling.module';
 import { UsersModule } from './modules/users/users.module';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
@@ -72,6 +73,7 @@ import { MetricsModule } from './shared/metrics/metrics.module';
     QueueModule,
     AgentsModule,
     WorkflowsModule,
+    WebhooksModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

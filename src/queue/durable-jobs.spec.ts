@@ -1,5 +1,9 @@
 import type { Job, JobResult } from 'pg-boss';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { inlineTransactions } from '../../test/support/inline-transactions';
 import { DatabaseConnection } from '../database/database.module';
+import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
@@ -127,6 +131,18 @@ class InMemoryKeys {
   }
 }
 
+/** Events as the core publishes them, each with whether it ran inside the change's transaction. */
+class RecordingOutbox extends EventOutbox {
+  readonly published: Array<{ event: PlatformEvent; inTransaction: boolean }> = [];
+  wakes = 0;
+  async publish(events: PlatformEvent[]): Promise<void> {
+    for (const event of events) this.published.push({ event, inTransaction: TransactionHost.getInstance().isTransactionActive() });
+  }
+  committed(): void {
+    this.wakes++;
+  }
+}
+
 class Things extends DurableJobKind<Thing, Thing, Unfinished> {
   constructor(core: DurableJobs, records: InMemoryThings) {
     super(core, {
@@ -142,6 +158,7 @@ class Things extends DurableJobKind<Thing, Thing, Unfinished> {
       sendOptions: () => ({ leaseSeconds: 5, retryLimit: 2 }),
       recoverable: (u) => u.attempts < 3,
       lost: { code: 'THING_LOST', message: 'Lost too often' },
+      event: (thing) => ({ organizationId: 'org', type: `thing.${thing.status}`, data: { id: thing.id } }),
     });
   }
 }
@@ -175,8 +192,10 @@ describe('DurableJobKind (the durable-job core)', () => {
   let metrics: Metrics;
   let signals: Signals;
   let things: Things;
+  let outbox: RecordingOutbox;
 
   beforeEach(() => {
+    outbox = new RecordingOutbox();
     records = new InMemoryThings();
     queue = new FakeQueue();
     reconciler = new FakeReconciler();
@@ -189,6 +208,8 @@ describe('DurableJobKind (the durable-job core)', () => {
       reconciler as unknown as JobReconciler,
       keys as unknown as IdempotencyKeys,
       metrics,
+      outbox,
+      inlineTransactions() as TransactionHost<TransactionalAdapterTypeOrm>,
     );
     things = new Things(core, records);
   });
@@ -264,6 +285,12 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(records.rows.get(b.id)).toMatchObject({ status: 'succeeded', output: b.id });
       expect(records.finishCalls).toBe(1);
       expect(announced.sort()).toEqual([a.id, b.id].sort());
+      // Each finish wrote its event in the transaction of the status change, then woke the senders.
+      expect(outbox.published).toEqual([
+        { event: { organizationId: 'org', type: 'thing.succeeded', data: { id: a.id } }, inTransaction: true },
+        { event: { organizationId: 'org', type: 'thing.succeeded', data: { id: b.id } }, inTransaction: true },
+      ]);
+      expect(outbox.wakes).toBe(1);
       expect(await metric(/things_total\{color="red",status="running"\} (\d+)/)).toBe(1);
       expect(await metric(/things_total\{color="blue",status="succeeded"\} (\d+)/)).toBe(1);
       expect(await metric(/thing_duration_seconds_count\{color="red",status="succeeded"\} (\d+)/)).toBe(1);
@@ -322,16 +349,21 @@ describe('DurableJobKind (the durable-job core)', () => {
       const delivered = queue.deliver(jobFor(thing));
       await new Promise((resolve) => setImmediate(resolve));
 
-      // The API records the cancel, then tells the core.
+      // The API's guarded UPDATE, run by the core with the event.
       const row = records.rows.get(thing.id)!;
-      Object.assign(row, { status: 'canceled', finishedAt: new Date() });
-      things.canceled({ ...row }, { color: 'red' });
+      const canceled = await things.cancel(async () => Object.assign(row, { status: 'canceled', finishedAt: new Date() }), {
+        color: 'red',
+      });
+      expect(canceled?.status).toBe('canceled');
 
       expect(await delivered).toEqual([{ id: thing.jobId, status: 'completed' }]);
       expect(seen?.cancel.aborted).toBe(true);
       expect(records.rows.get(thing.id)?.status).toBe('canceled');
       expect(finished).toEqual([thing.id]);
       expect(await metric(/things_total\{color="red",status="canceled"\} (\d+)/)).toBe(1);
+      expect(outbox.published).toEqual([
+        { event: { organizationId: 'org', type: 'thing.canceled', data: { id: thing.id } }, inTransaction: true },
+      ]);
     });
 
     it('hands the job lease to the run; a lost lease with nothing recorded fails the job, so it runs again', async () => {

@@ -180,6 +180,23 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   }
 
   /**
+   * Queues a job for a record already written in the current transaction (several at once,
+   * such as an outbox's), to start after `startAfterSeconds`.
+   */
+  async send(record: R, sendOptions: Omit<SendOptions, 'id'>, startAfterSeconds = 0): Promise<void> {
+    await this.core.queue.send(this.definition.queue, this.definition.jobData(record.id), {
+      ...sendOptions,
+      id: record.jobId ?? randomUUID(),
+      ...(startAfterSeconds > 0 ? { startAfterSeconds } : {}),
+    });
+  }
+
+  /** Wakes one of this process's idle workers for the kind (after a commit that queued jobs). */
+  wake(): void {
+    this.core.queue.wake(this.definition.queue);
+  }
+
+  /**
    * After the enqueue committed: counts a new record, wakes a worker for it and waits up to
    * `waitSeconds` for its final status. Answers the record as it then stands.
    */
@@ -291,15 +308,19 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   }
 
   /** Runs a status change and writes the events of the records it finished, in one transaction. */
-  private withEvents(change: () => Promise<Array<R | null>>): Promise<Array<R | null>> {
+  private async withEvents(change: () => Promise<Array<R | null>>): Promise<Array<R | null>> {
     const { event } = this.definition;
     if (!event) return change();
-    return this.core.txHost.withTransaction(async () => {
-      const finished = await change();
-      const events = finished.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null);
+    let published = false;
+    const finished = await this.core.txHost.withTransaction(async () => {
+      const records = await change();
+      const events = records.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null);
       if (events.length) await this.core.outbox.publish(events);
-      return finished;
+      published = events.length > 0;
+      return records;
     });
+    if (published) this.core.outbox.committed();
+    return finished;
   }
 
   private topic(event: 'finished' | 'canceled'): string {

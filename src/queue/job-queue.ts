@@ -37,6 +37,8 @@ export interface SendOptions {
    * this long is taken as lost, whatever its lease. At least 10.
    */
   heartbeatSeconds?: number;
+  /** Held back this long before a worker may take it (a retry scheduled for later). */
+  startAfterSeconds?: number;
 }
 
 /**
@@ -154,6 +156,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       expireInSeconds: options.leaseSeconds,
       retryLimit: options.retryLimit,
       ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
+      ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
       retryDelay: 1,
       retryBackoff: true,
       retryDelayMax: 60,

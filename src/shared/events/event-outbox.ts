@@ -14,4 +14,6 @@ export interface PlatformEvent {
  */
 export abstract class EventOutbox {
   abstract publish(events: PlatformEvent[]): Promise<void>;
+  /** After the transaction that published committed: a chance to wake whoever delivers. */
+  abstract committed(): void;
 }

@@ -27,6 +27,15 @@ export class OutboundHttp {
     this.resolver = options.resolver ?? systemResolver;
   }
 
+  /**
+   * Checks a URL as a request to it would be checked (scheme, credentials, every address it
+   * resolves to), without connecting: for a URL saved now and called later. Throws the
+   * OutboundError the request would. The check is made again on every request.
+   */
+  async check(url: string, timeoutMs = 5000): Promise<void> {
+    await withDeadline(timeoutMs, undefined, (signal) => resolveTarget(parseOutboundUrl(url), this.allowList, this.resolver, signal));
+  }
+
   async request(req: OutboundRequest): Promise<OutboundResponse> {
     const maxRedirects = Math.max(0, req.maxRedirects ?? DEFAULT_MAX_REDIRECTS);
     const maxResponseBytes = req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;

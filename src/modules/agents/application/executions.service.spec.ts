@@ -58,7 +58,7 @@ class FakeAgentsService implements Pick<AgentsService, 'get'> {
 }
 
 /** The durable-job kind as the service uses it: each call recorded; enqueue inserts, settle reads back. */
-class FakeExecutionJobs implements Pick<ExecutionJobs, 'enqueue' | 'settle' | 'canceled'> {
+class FakeExecutionJobs implements Pick<ExecutionJobs, 'enqueue' | 'settle' | 'cancel'> {
   readonly enqueued: Array<{ submission: Submission<Execution>; inTransaction: boolean; tx: unknown }> = [];
   readonly settled: Array<{ submitted: Submitted<Execution>; labels: Record<string, string>; waitSeconds: number }> = [];
   readonly canceledCalls: Array<{ record: Execution; labels: Record<string, string> }> = [];
@@ -76,8 +76,10 @@ class FakeExecutionJobs implements Pick<ExecutionJobs, 'enqueue' | 'settle' | 'c
     return (await this.executions.findById(submitted.record.id))!;
   }
 
-  canceled(record: Execution, labels: Record<string, string>): void {
-    this.canceledCalls.push({ record, labels });
+  async cancel(change: () => Promise<Execution | null>, labels: Record<string, string>): Promise<Execution | null> {
+    const record = await change();
+    if (record) this.canceledCalls.push({ record, labels });
+    return record;
   }
 }
 

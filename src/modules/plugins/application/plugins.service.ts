@@ -1,6 +1,8 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { EventOutbox } from '../../../shared/events/event-outbox';
 import { assertSchema } from '../../../shared/json-schema/json-schema.validator';
 import { canonicalJson } from '../../../shared/json/canonical-json';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -21,6 +23,7 @@ export class PluginsService {
     private readonly registry: PluginRegistry,
     private readonly installations: InstallationRepository,
     private readonly usage: PluginUsage,
+    private readonly events: EventOutbox,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<Installation>> {
@@ -45,6 +48,7 @@ export class PluginsService {
   }
 
   /** Idempotent: the same config again answers the existing installation (`created: false`). */
+  @Transactional()
   async install(
     caller: Principal,
     slug: string,
@@ -60,7 +64,12 @@ export class PluginsService {
       config,
       installedBy: caller.userId,
     });
-    if (await this.installations.insert(installation, plugin.manifest.secretFields)) return { installation, plugin, created: true };
+    if (await this.installations.insert(installation, plugin.manifest.secretFields)) {
+      await this.events.publish([
+        { organizationId: caller.organizationId, type: 'plugin.installed', data: { slug, version: plugin.manifest.version } },
+      ]);
+      return { installation, plugin, created: true };
+    }
     const existing = await this.installations.find(caller.organizationId, slug);
     // Secrets are left out of the comparison (and stay as stored): whether a guessed secret is
     // the stored one must not show in the answer. PATCH changes them.
@@ -90,11 +99,13 @@ export class PluginsService {
     return { installation, plugin };
   }
 
+  @Transactional()
   async uninstall(caller: Principal, slug: string): Promise<void> {
     await this.get(caller.organizationId, slug);
     const users = await this.usage.usersOf(caller.organizationId, slug);
     if (users.length) throw new DomainError('PLUGIN_IN_USE', `Plugin '${slug}' is used by ${users.join(', ')}`);
     if (!(await this.installations.delete(caller.organizationId, slug))) throw pluginNotFound(slug);
+    await this.events.publish([{ organizationId: caller.organizationId, type: 'plugin.uninstalled', data: { slug } }]);
   }
 
   /** The config as shown to users: secret fields present but never their value. */

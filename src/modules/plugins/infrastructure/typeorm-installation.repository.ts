@@ -3,7 +3,6 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
-import { isUniqueViolation } from '../../../shared/errors/postgres-errors';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Installation } from '../domain/installation';
@@ -44,14 +43,16 @@ export class TypeOrmInstallationRepository extends InstallationRepository {
     return rows.map((r) => r.slug);
   }
 
+  /** ON CONFLICT DO NOTHING rather than a caught violation: the caller's transaction stays usable. */
   async insert(installation: Installation, secretFields: string[]): Promise<boolean> {
-    try {
-      await this.rows.insert(this.toRow(installation, secretFields));
-      return true;
-    } catch (error) {
-      if (isUniqueViolation(error, 'plugin_installations_org_slug_key')) return false;
-      throw error;
-    }
+    const result = await this.rows
+      .createQueryBuilder()
+      .insert()
+      .values(this.toRow(installation, secretFields))
+      .orIgnore()
+      .returning('id')
+      .execute();
+    return (result.raw as unknown[]).length > 0;
   }
 
   async update(installation: Installation, secretFields: string[]): Promise<void> {

@@ -73,7 +73,7 @@ const STATUSES = ['succeeded', 'failed', 'timed_out', 'canceled'] as const;
 export const EVENT_TYPES: readonly EventType[] = [
   {
     type: 'plugin.installed',
-    description: 'A plugin was installed in the organization (or its configuration replaced)',
+    description: 'A plugin was installed in the organization',
     schema: plugin,
     example: { slug: 'http', version: '1.0.0' },
   },

@@ -6,7 +6,8 @@ import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
 export abstract class EndpointRepository {
   abstract insert(endpoint: WebhookEndpoint): Promise<void>;
   abstract update(endpoint: WebhookEndpoint): Promise<void>;
-  abstract find(organizationId: string, id: string): Promise<WebhookEndpoint | null>;
+  /** `forUpdate`: lock the row until the current transaction ends. */
+  abstract find(organizationId: string, id: string, options?: { forUpdate?: boolean }): Promise<WebhookEndpoint | null>;
   abstract list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>>;
   abstract delete(organizationId: string, id: string): Promise<boolean>;
   /** Every endpoint of these organizations, enabled or not (messages to a disabled one are kept as skipped). */

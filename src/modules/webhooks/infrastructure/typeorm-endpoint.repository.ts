@@ -36,8 +36,11 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
     await this.rows.update({ id, organizationId }, rest);
   }
 
-  async find(organizationId: string, id: string): Promise<WebhookEndpoint | null> {
-    const row = await this.rows.findOneBy({ organizationId, id });
+  async find(organizationId: string, id: string, options: { forUpdate?: boolean } = {}): Promise<WebhookEndpoint | null> {
+    const row = await this.rows.findOne({
+      where: { organizationId, id },
+      ...(options.forUpdate ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
     return row ? this.toDomain(row) : null;
   }
 

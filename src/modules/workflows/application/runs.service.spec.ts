@@ -127,8 +127,10 @@ class RecordingRunJobs {
     this.settled.push({ submitted, labels, waitSeconds });
     return submitted.record;
   }
-  canceled(record: Run, labels: Record<string, string>): void {
-    this.canceled_.push({ record, labels });
+  async cancel(change: () => Promise<Run | null>, labels: Record<string, string>): Promise<Run | null> {
+    const record = await change();
+    if (record) this.canceled_.push({ record, labels });
+    return record;
   }
 }
 

@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { JobQueue } from '../../../queue/job-queue';
+import { EventOutbox, PlatformEvent } from '../../../shared/events/event-outbox';
+import { messagePayload, WebhookMessage } from '../domain/message';
+import { EndpointRepository, MessageRepository } from '../domain/webhook.repository';
+import { DELIVERY_JOB_OPTIONS, DELIVERY_QUEUE, deliveryJobData } from './delivery-jobs';
+
+/**
+ * The outbox: in the transaction of the change that raised them, each event becomes one
+ * message per endpoint of its organization that wants it, each on a delivery job sent in the
+ * same transaction. A message for a disabled endpoint is kept as `skipped`.
+ */
+@Injectable()
+export class WebhookOutbox extends EventOutbox {
+  constructor(
+    private readonly endpoints: EndpointRepository,
+    private readonly messages: MessageRepository,
+    /** The queue itself, not DeliveryJobs: the durable-job core depends on this outbox. */
+    private readonly queue: JobQueue,
+  ) {
+    super();
+  }
+
+  async publish(events: PlatformEvent[]): Promise<void> {
+    if (!events.length) return;
+    const endpoints = await this.endpoints.ofOrganizations([...new Set(events.map((e) => e.organizationId))]);
+    if (!endpoints.length) return;
+    const now = new Date();
+    const messages: WebhookMessage[] = events.flatMap((event) =>
+      endpoints
+        .filter((endpoint) => endpoint.organizationId === event.organizationId && endpoint.wants(event.type))
+        .map((endpoint) => ({
+          id: randomUUID(),
+          organizationId: event.organizationId,
+          endpointId: endpoint.id,
+          type: event.type,
+          payload: messagePayload(event.type, event.data, now),
+          status: endpoint.enabled ? 'queued' : 'skipped',
+          attempts: 0,
+          jobId: endpoint.enabled ? randomUUID() : null,
+          error: endpoint.enabled ? null : { code: 'ENDPOINT_DISABLED', message: 'The endpoint was disabled when the event happened' },
+          nextAttemptAt: null,
+          createdAt: now,
+          finishedAt: endpoint.enabled ? null : now,
+        })),
+    );
+    if (!messages.length) return;
+    await this.messages.insertMany(messages);
+    for (const message of messages) {
+      if (message.jobId) await this.queue.send(DELIVERY_QUEUE, deliveryJobData(message.id), { ...DELIVERY_JOB_OPTIONS, id: message.jobId });
+    }
+  }
+
+  committed(): void {
+    this.queue.wake(DELIVERY_QUEUE);
+  }
+}

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { RunResult, RunSignals } from '../../../queue/durable-jobs';
+import { EventOutbox } from '../../../shared/events/event-outbox';
+import { Failure } from '../../../shared/jobs/outcome';
+import { OutboundHttp } from '../../../shared/outbound/outbound-http';
+import { OutboundError } from '../../../shared/outbound/outbound-http.types';
+import { WebhookEndpoint } from '../domain/endpoint';
+import { DeliveryAttempt, WebhookMessage } from '../domain/message';
+import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
+import { signatureHeader } from '../domain/signature';
+import { EndpointRepository, MessageRepository, StartedDelivery } from '../domain/webhook.repository';
+import { DELIVERY_JOB_OPTIONS, DeliveryJobs } from './delivery-jobs';
+
+const REQUEST_TIMEOUT_MS = 15_000;
+/** The response body kept in the delivery log. */
+const LOGGED_BODY_BYTES = 4096;
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+/** Deliveries in flight to one endpoint from one process: a slow receiver holds only these. */
+const PER_ENDPOINT_CONCURRENCY = 8;
+/** An endpoint that has failed every delivery for this long is disabled. */
+const DISABLE_AFTER_MS = 5 * 86_400_000;
+const USER_AGENT = 'Platform-Webhooks/1';
+
+/**
+ * The worker side of webhook deliveries: one attempt per job. Signs the stored body (Standard
+ * Webhooks v1) with every secret still valid, posts it through the SSRF-guarded client
+ * without following redirects, logs the attempt, and then either records the outcome or puts
+ * the message on a new job at its next retry time.
+ */
+@Injectable()
+export class WebhookSender implements OnModuleInit {
+  private readonly inFlight = new Map<string, { count: number; waiting: Array<() => void> }>();
+
+  constructor(
+    private readonly deliveries: DeliveryJobs,
+    private readonly messages: MessageRepository,
+    private readonly endpoints: EndpointRepository,
+    private readonly outbox: EventOutbox,
+    private readonly http: OutboundHttp,
+  ) {}
+
+  onModuleInit(): void {
+    this.deliveries.work((started, signals) => this.deliver(started, signals));
+  }
+
+  async deliver({ message, endpoint }: StartedDelivery, { lease }: RunSignals): Promise<RunResult> {
+    if (!endpoint.enabled) return { status: 'canceled', error: { code: 'ENDPOINT_DISABLED', message: 'The endpoint is disabled' } };
+    const attempt = await this.withSlot(endpoint.id, () => this.post(message, endpoint, lease));
+    await this.messages.addAttempt(attempt);
+    if (attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300) {
+      if (endpoint.failingSince) await this.endpoints.markHealthy(endpoint.id);
+      return { status: 'succeeded', output: null };
+    }
+    const error: Failure = {
+      code: 'DELIVERY_FAILED',
+      message: attempt.statusCode !== null ? `The receiver answered ${attempt.statusCode}` : (attempt.error ?? 'The request failed'),
+    };
+    if (attempt.statusCode === 410) {
+      await this.disable(endpoint, 'The receiver answered 410 Gone');
+      return { status: 'failed', error };
+    }
+    const failingSince = await this.endpoints.markFailing(endpoint.id);
+    if (failingSince && Date.now() - failingSince.getTime() >= DISABLE_AFTER_MS) {
+      await this.disable(endpoint, 'Every delivery failed for 5 days');
+      return { status: 'failed', error };
+    }
+    const delay = nextAttemptDelay(message.attempts, attempt.retryAfterMs);
+    if (delay === null) return { status: 'failed', error };
+    if (lease.aborted) return null;
+    await this.retryLater(message, delay, error);
+    return null;
+  }
+
+  private async post(
+    message: WebhookMessage,
+    endpoint: WebhookEndpoint,
+    lease: AbortSignal,
+  ): Promise<DeliveryAttempt & { retryAfterMs: number | null }> {
+    const attemptedAt = new Date();
+    const timestamp = Math.floor(attemptedAt.getTime() / 1000);
+    const began = performance.now();
+    const record = (fields: Partial<DeliveryAttempt> & { retryAfterMs?: number | null }) => ({
+      id: randomUUID(),
+      messageId: message.id,
+      attemptedAt,
+      statusCode: null,
+      responseBody: null,
+      error: null,
+      retryAfterMs: null,
+      ...fields,
+      latencyMs: Math.round(performance.now() - began),
+    });
+    try {
+      const response = await this.http.request({
+        method: 'POST',
+        url: endpoint.url,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          'webhook-id': message.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(endpoint.signingSecrets(attemptedAt), message.id, timestamp, message.payload),
+        },
+        body: message.payload,
+        timeoutMs: REQUEST_TIMEOUT_MS,
+        maxRedirects: 0,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+        signal: lease,
+      });
+      return record({
+        statusCode: response.status,
+        responseBody: response.body.subarray(0, LOGGED_BODY_BYTES).toString('utf8'),
+        retryAfterMs: parseRetryAfter(response.headers['retry-after'], new Date()),
+      });
+    } catch (error) {
+      if (error instanceof OutboundError) return record({ error: `${error.code}: ${error.message}` });
+      throw error;
+    }
+  }
+
+  @Transactional()
+  private async retryLater(message: WebhookMessage, delayMs: number, error: Failure): Promise<void> {
+    const jobId = randomUUID();
+    if (!(await this.messages.retryLater(message.id, jobId, new Date(Date.now() + delayMs), error))) return;
+    await this.deliveries.send({ ...message, jobId }, DELIVERY_JOB_OPTIONS, Math.ceil(delayMs / 1000));
+  }
+
+  /** Disables the endpoint and tells the organization's endpoints, in one transaction. */
+  private async disable(endpoint: WebhookEndpoint, reason: string): Promise<void> {
+    const disabled = await this.disableInTransaction(endpoint, reason);
+    if (disabled) this.outbox.committed();
+  }
+
+  @Transactional()
+  private async disableInTransaction(endpoint: WebhookEndpoint, reason: string): Promise<boolean> {
+    if (!(await this.endpoints.disable(endpoint.id, reason))) return false;
+    await this.outbox.publish([
+      {
+        organizationId: endpoint.organizationId,
+        type: 'webhook.endpoint.disabled',
+        data: { endpointId: endpoint.id, url: endpoint.url, reason },
+      },
+    ]);
+    return true;
+  }
+
+  /** Runs `work` when fewer than PER_ENDPOINT_CONCURRENCY deliveries to the endpoint are in flight here. */
+  private async withSlot<T>(endpointId: string, work: () => Promise<T>): Promise<T> {
+    let slot = this.inFlight.get(endpointId);
+    if (!slot) this.inFlight.set(endpointId, (slot = { count: 0, waiting: [] }));
+    if (slot.count >= PER_ENDPOINT_CONCURRENCY) await new Promise<void>((resolve) => slot.waiting.push(resolve));
+    slot.count++;
+    try {
+      return await work();
+    } finally {
+      slot.count--;
+      const next = slot.waiting.shift();
+      if (next) next();
+      else if (slot.count === 0) this.inFlight.delete(endpointId);
+    }
+  }
+}

@@ -1,0 +1,255 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { keysetSql } from '../../../database/keyset';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { DeliveryAttempt, MessageStatus, WebhookMessage } from '../domain/message';
+import { DeliveryFilter, EndpointRepository, MessageRepository, StartedDelivery, UnfinishedMessage } from '../domain/webhook.repository';
+
+interface RawMessage {
+  id: string;
+  organization_id: string;
+  endpoint_id: string;
+  type: string;
+  payload: string;
+  status: MessageStatus;
+  attempts: number;
+  job_id: string | null;
+  error: Failure | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const UNFINISHED = `status IN ('queued', 'running')`;
+const COLUMNS =
+  'id, organization_id, endpoint_id, type, payload, status, attempts, job_id, error, next_attempt_at, created_at, finished_at';
+/** What an outcome is recorded as: a delivery canceled because its endpoint is disabled is `skipped`. */
+const FINAL_STATUS: Record<Outcome['status'], MessageStatus> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  timed_out: 'failed',
+  canceled: 'skipped',
+};
+
+/** Plain SQL like the other durable records: every status change is one guarded statement. */
+@Injectable()
+export class TypeOrmMessageRepository extends MessageRepository {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly endpoints: EndpointRepository,
+  ) {
+    super();
+  }
+
+  async insert(message: WebhookMessage): Promise<void> {
+    await this.insertMany([message]);
+  }
+
+  async insertMany(messages: WebhookMessage[]): Promise<void> {
+    if (!messages.length) return;
+    await this.query(
+      `INSERT INTO webhook_messages (${COLUMNS})
+       SELECT m.id, m.organization_id, m.endpoint_id, m.type, m.payload, m.status, 0, m.job_id, NULL, NULL, m.created_at, m.finished_at
+       FROM jsonb_to_recordset($1::jsonb) AS m(id text, organization_id uuid, endpoint_id uuid, type text, payload text,
+         status text, job_id uuid, created_at timestamptz, finished_at timestamptz)`,
+      [
+        JSON.stringify(
+          messages.map((m) => ({
+            id: m.id,
+            organization_id: m.organizationId,
+            endpoint_id: m.endpointId,
+            type: m.type,
+            payload: m.payload,
+            status: m.status,
+            job_id: m.jobId,
+            created_at: m.createdAt,
+            finished_at: m.finishedAt,
+          })),
+        ),
+      ],
+    );
+  }
+
+  async findById(id: string): Promise<WebhookMessage | null> {
+    const [row] = await this.query<RawMessage>(`SELECT ${COLUMNS} FROM webhook_messages WHERE id = $1`, [id]);
+    return row ? toMessage(row) : null;
+  }
+
+  async find(organizationId: string, endpointId: string, id: string): Promise<WebhookMessage | null> {
+    const [row] = await this.query<RawMessage>(
+      `SELECT ${COLUMNS} FROM webhook_messages WHERE organization_id = $1 AND endpoint_id = $2 AND id = $3`,
+      [organizationId, endpointId, id],
+    );
+    return row ? toMessage(row) : null;
+  }
+
+  async start(ids: string[]): Promise<StartedDelivery[]> {
+    const rows = await this.query<RawMessage>(
+      `UPDATE webhook_messages SET status = 'running', attempts = attempts + 1
+       WHERE id = ANY($1::text[]) AND ${UNFINISHED} RETURNING ${COLUMNS}`,
+      [ids],
+    );
+    if (!rows.length) return [];
+    const messages = rows.map(toMessage);
+    const endpoints = new Map(
+      (await this.endpoints.ofOrganizations([...new Set(messages.map((m) => m.organizationId))])).map((e) => [e.id, e]),
+    );
+    return messages.flatMap((message) => {
+      const endpoint = endpoints.get(message.endpointId);
+      return endpoint ? [{ message, endpoint }] : [];
+    });
+  }
+
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<WebhookMessage | null>> {
+    const rows = await this.query<RawMessage>(
+      `UPDATE webhook_messages w SET status = o.status, error = NULLIF(o.error, 'null'::jsonb), finished_at = now(), next_attempt_at = NULL
+       FROM jsonb_to_recordset($1::jsonb) AS o(id text, status text, error jsonb)
+       WHERE w.id = o.id AND w.status = 'running' RETURNING ${COLUMNS.split(', ')
+         .map((c) => `w.${c}`)
+         .join(', ')}`,
+      [
+        JSON.stringify(
+          outcomes.map(({ id, outcome }) => ({
+            id,
+            status: FINAL_STATUS[outcome.status],
+            error: outcome.status === 'succeeded' ? null : outcome.error,
+          })),
+        ),
+      ],
+    );
+    const byId = new Map(rows.map((r) => [r.id, toMessage(r)]));
+    return outcomes.map((o) => byId.get(o.id) ?? null);
+  }
+
+  async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedMessage[]> {
+    const rows = await this.query<{ id: string; job_id: string | null; attempts: number }>(
+      `SELECT id, job_id, attempts FROM webhook_messages
+       WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+       ORDER BY created_at LIMIT $2`,
+      [olderThanMs, limit],
+    );
+    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts }));
+  }
+
+  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    const rows = await this.query(
+      `UPDATE webhook_messages SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id`,
+      [id, fromJobId, toJobId],
+    );
+    return rows.length > 0;
+  }
+
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<WebhookMessage | null> {
+    const [row] = await this.query<RawMessage>(
+      `UPDATE webhook_messages SET status = 'failed', error = $3, finished_at = now()
+       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING ${COLUMNS}`,
+      [id, jobId, JSON.stringify(error)],
+    );
+    return row ? toMessage(row) : null;
+  }
+
+  async retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean> {
+    const rows = await this.query(
+      `UPDATE webhook_messages SET status = 'queued', job_id = $2, next_attempt_at = $3, error = $4
+       WHERE id = $1 AND status = 'running' RETURNING id`,
+      [id, toJobId, at, JSON.stringify(error)],
+    );
+    return rows.length > 0;
+  }
+
+  async requeue(id: string, toJobId: string): Promise<WebhookMessage | null> {
+    const [row] = await this.query<RawMessage>(
+      `UPDATE webhook_messages SET status = 'queued', job_id = $2, finished_at = NULL, next_attempt_at = NULL
+       WHERE id = $1 AND NOT ${UNFINISHED} RETURNING ${COLUMNS}`,
+      [id, toJobId],
+    );
+    return row ? toMessage(row) : null;
+  }
+
+  async failedSince(endpointId: string, since: Date, limit: number): Promise<WebhookMessage[]> {
+    const rows = await this.query<RawMessage>(
+      `SELECT ${COLUMNS} FROM webhook_messages WHERE endpoint_id = $1 AND status IN ('failed', 'skipped') AND created_at >= $2
+       ORDER BY created_at, id LIMIT $3`,
+      [endpointId, since, limit],
+    );
+    return rows.map(toMessage);
+  }
+
+  async history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>> {
+    const pending = filter.status === 'pending';
+    const { tail, params } = keysetSql(
+      { organization_id: organizationId, endpoint_id: endpointId },
+      { status: pending ? undefined : filter.status, since: filter.since },
+      page,
+    );
+    const where = pending ? tail.replace('WHERE ', `WHERE ${UNFINISHED} AND `) : tail;
+    const rows = await this.query<RawMessage>(`SELECT ${COLUMNS} FROM webhook_messages ${where}`, params);
+    return toPage(rows.map(toMessage), page.limit, (m) => m);
+  }
+
+  async addAttempt(a: DeliveryAttempt): Promise<void> {
+    await this.query(
+      `INSERT INTO webhook_attempts (id, message_id, attempted_at, status_code, latency_ms, response_body, error)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [a.id, a.messageId, a.attemptedAt, a.statusCode, a.latencyMs, a.responseBody, a.error],
+    );
+  }
+
+  async attempts(messageId: string): Promise<DeliveryAttempt[]> {
+    const rows = await this.query<{
+      id: string;
+      message_id: string;
+      attempted_at: Date;
+      status_code: number | null;
+      latency_ms: number;
+      response_body: string | null;
+      error: string | null;
+    }>(`SELECT * FROM webhook_attempts WHERE message_id = $1 ORDER BY attempted_at, id`, [messageId]);
+    return rows.map((r) => ({
+      id: r.id,
+      messageId: r.message_id,
+      attemptedAt: r.attempted_at,
+      statusCode: r.status_code,
+      latencyMs: r.latency_ms,
+      responseBody: r.response_body,
+      error: r.error,
+    }));
+  }
+
+  async purge(before: Date): Promise<number> {
+    const [{ count }] = await this.query<{ count: string }>(
+      `WITH gone AS (
+         DELETE FROM webhook_messages WHERE ctid IN (
+           SELECT ctid FROM webhook_messages WHERE NOT ${UNFINISHED} AND finished_at < $1 LIMIT 1000)
+         RETURNING 1
+       ) SELECT count(*) AS count FROM gone`,
+      [before],
+    );
+    return Number(count);
+  }
+
+  /** Rows of a SELECT, or of an UPDATE/DELETE ... RETURNING (which TypeORM answers as [rows, count]). */
+  private async query<T = unknown>(sql: string, params: unknown[]): Promise<T[]> {
+    const result = await this.txHost.tx.query<unknown[]>(sql, params);
+    return (Array.isArray(result[0]) ? result[0] : result) as T[];
+  }
+}
+
+function toMessage(r: RawMessage): WebhookMessage {
+  return {
+    id: r.id,
+    organizationId: r.organization_id,
+    endpointId: r.endpoint_id,
+    type: r.type,
+    payload: r.payload,
+    status: r.status,
+    attempts: r.attempts,
+    jobId: r.job_id,
+    error: r.error,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+  };
+}

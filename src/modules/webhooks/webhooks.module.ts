@@ -1,0 +1,40 @@
+import { Global, Module } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { EventOutbox } from '../../shared/events/event-outbox';
+import { parseAllowList } from '../../shared/outbound/address-policy';
+import { OutboundHttp } from '../../shared/outbound/outbound-http';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { WebhooksController } from './api/webhooks.controller';
+import { DeliveryJobs } from './application/delivery-jobs';
+import { WebhookOutbox } from './application/webhook-outbox';
+import { WebhookSender } from './application/webhook-sender';
+import { WebhooksService } from './application/webhooks.service';
+import { EndpointRepository, MessageRepository } from './domain/webhook.repository';
+import { TypeOrmEndpointRepository } from './infrastructure/typeorm-endpoint.repository';
+import { TypeOrmMessageRepository } from './infrastructure/typeorm-message.repository';
+
+/**
+ * Webhooks: endpoints, the event outbox every durable change writes to, and deliveries as a
+ * kind of durable job. Global because the outbox is the `EventOutbox` the core writes events to.
+ */
+@Global()
+@Module({
+  imports: [OrganizationsModule],
+  controllers: [WebhooksController],
+  providers: [
+    WebhooksService,
+    DeliveryJobs,
+    WebhookSender,
+    WebhookOutbox,
+    { provide: EventOutbox, useExisting: WebhookOutbox },
+    { provide: EndpointRepository, useClass: TypeOrmEndpointRepository },
+    { provide: MessageRepository, useClass: TypeOrmMessageRepository },
+    {
+      provide: OutboundHttp,
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => new OutboundHttp({ allowList: parseAllowList(config.outboundAllowList) }),
+    },
+  ],
+  exports: [EventOutbox],
+})
+export class WebhooksModule {}

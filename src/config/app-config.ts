@@ -30,6 +30,8 @@ export class AppConfig {
   readonly metricsToken?: string;
   /** OUTBOUND_ALLOWLIST: hosts and CIDRs the SSRF guard lets through. */
   readonly outboundAllowList: string;
+  /** WEBHOOK_LOG_RETENTION_DAYS and WEBHOOK_DISABLE_AFTER_DAYS. */
+  readonly webhooks: { logRetentionDays: number; disableAfterDays: number };
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
   readonly licensePublicKeys: string[];
   /** A license to install at boot. */
@@ -84,6 +86,7 @@ export class AppConfig {
     const secretsKey = env.SECRETS_KEY ?? persistedSecret(dataDir, 'secrets-key', () => randomBytes(32).toString('hex'));
     this.secretsKey = Buffer.from(secretsKey, /^[0-9a-fA-F]{64}$/.test(secretsKey) ? 'hex' : 'base64');
     this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
+    this.webhooks = { logRetentionDays: env.WEBHOOK_LOG_RETENTION_DAYS, disableAfterDays: env.WEBHOOK_DISABLE_AFTER_DAYS };
     this.metricsToken = env.METRICS_TOKEN;
     this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
     this.licenseKey = env.LICENSE_KEY;

@@ -52,6 +52,18 @@ export class Environment {
   @IsString()
   OUTBOUND_ALLOWLIST = '';
 
+  /** Days the webhook delivery log keeps finished messages and their attempts. */
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  WEBHOOK_LOG_RETENTION_DAYS = 30;
+
+  /** Days of nothing but failed deliveries after which an endpoint is disabled. */
+  @IsInt()
+  @Min(1)
+  @Max(30)
+  WEBHOOK_DISABLE_AFTER_DAYS = 5;
+
   /** The bearer token Prometheus sends to GET /metrics; unset, /metrics answers 404. */
   @IsOptional()
   @IsString()
@@ -188,6 +200,8 @@ const NUMERIC = new Set([
   'EXPRESSION_THREADS',
   'EXPRESSION_HEAP_MB',
   'EXPRESSION_TIMEOUT_MS',
+  'WEBHOOK_LOG_RETENTION_DAYS',
+  'WEBHOOK_DISABLE_AFTER_DAYS',
 ]);
 
 export class ConfigError extends Error {

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Counter, Histogram } from 'prom-client';
+import { AppConfig } from '../../../config/app-config';
+import { JobReconciler } from '../../../queue/job-reconciler';
 import { RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { EventOutbox } from '../../../shared/events/event-outbox';
 import { Failure } from '../../../shared/jobs/outcome';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
 import { OutboundError } from '../../../shared/outbound/outbound-http.types';
+import { Metrics } from '../../../shared/metrics/metrics';
 import { WebhookEndpoint } from '../domain/endpoint';
 import { DeliveryAttempt, WebhookMessage } from '../domain/message';
 import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
@@ -19,8 +23,7 @@ const LOGGED_BODY_BYTES = 4096;
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 /** Deliveries in flight to one endpoint from one process: a slow receiver holds only these. */
 const PER_ENDPOINT_CONCURRENCY = 8;
-/** An endpoint that has failed every delivery for this long is disabled. */
-const DISABLE_AFTER_MS = 5 * 86_400_000;
+const DAY_MS = 86_400_000;
 const USER_AGENT = 'Platform-Webhooks/1';
 
 /**
@@ -32,6 +35,8 @@ const USER_AGENT = 'Platform-Webhooks/1';
 @Injectable()
 export class WebhookSender implements OnModuleInit {
   private readonly inFlight = new Map<string, { count: number; waiting: Array<() => void> }>();
+  private readonly attempts: Counter<'type' | 'outcome'>;
+  private readonly lag: Histogram<'type'>;
 
   constructor(
     private readonly deliveries: DeliveryJobs,
@@ -39,17 +44,39 @@ export class WebhookSender implements OnModuleInit {
     private readonly endpoints: EndpointRepository,
     private readonly outbox: EventOutbox,
     private readonly http: OutboundHttp,
-  ) {}
+    private readonly config: AppConfig,
+    private readonly reconciler: JobReconciler,
+    metrics: Metrics,
+  ) {
+    this.attempts = new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Delivery attempts by event type and outcome (succeeded: a 2xx; failed: anything else)',
+      labelNames: ['type', 'outcome'],
+      registers: [metrics.registry],
+    });
+    this.lag = new Histogram({
+      name: 'webhook_delivery_lag_seconds',
+      help: 'Time from an event to its successful delivery, by event type',
+      labelNames: ['type'],
+      buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 3600, 86_400],
+      registers: [metrics.registry],
+    });
+  }
 
   onModuleInit(): void {
     this.deliveries.work((started, signals) => this.deliver(started, signals));
+    // The delivery log keeps finished messages for WEBHOOK_LOG_RETENTION_DAYS.
+    this.reconciler.addChore(() => this.messages.purge(new Date(Date.now() - this.config.webhooks.logRetentionDays * DAY_MS)));
   }
 
   async deliver({ message, endpoint }: StartedDelivery, { lease }: RunSignals): Promise<RunResult> {
     if (!endpoint.enabled) return { status: 'canceled', error: { code: 'ENDPOINT_DISABLED', message: 'The endpoint is disabled' } };
     const attempt = await this.withSlot(endpoint.id, () => this.post(message, endpoint, lease));
     await this.messages.addAttempt(attempt);
-    if (attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300) {
+    const delivered = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+    this.attempts.inc({ type: message.type, outcome: delivered ? 'succeeded' : 'failed' });
+    if (delivered) {
+      this.lag.observe({ type: message.type }, (Date.now() - message.createdAt.getTime()) / 1000);
       if (endpoint.failingSince) await this.endpoints.markHealthy(endpoint.id);
       return { status: 'succeeded', output: null };
     }
@@ -62,8 +89,9 @@ export class WebhookSender implements OnModuleInit {
       return { status: 'failed', error };
     }
     const failingSince = await this.endpoints.markFailing(endpoint.id);
-    if (failingSince && Date.now() - failingSince.getTime() >= DISABLE_AFTER_MS) {
-      await this.disable(endpoint, 'Every delivery failed for 5 days');
+    const { disableAfterDays } = this.config.webhooks;
+    if (failingSince && Date.now() - failingSince.getTime() >= disableAfterDays * DAY_MS) {
+      await this.disable(endpoint, `Every delivery failed for ${disableAfterDays} days`);
       return { status: 'failed', error };
     }
     const delay = nextAttemptDelay(message.attempts, attempt.retryAfterMs);

@@ -4,7 +4,9 @@ import { EventOutbox } from '../../shared/events/event-outbox';
 import { parseAllowList } from '../../shared/outbound/address-policy';
 import { OutboundHttp } from '../../shared/outbound/outbound-http';
 import { OrganizationsModule } from '../organizations/organizations.module';
+import { DeliveriesController } from './api/deliveries.controller';
 import { WebhooksController } from './api/webhooks.controller';
+import { DeliveriesService } from './application/deliveries.service';
 import { DeliveryJobs } from './application/delivery-jobs';
 import { WebhookOutbox } from './application/webhook-outbox';
 import { WebhookSender } from './application/webhook-sender';
@@ -20,9 +22,10 @@ import { TypeOrmMessageRepository } from './infrastructure/typeorm-message.repos
 @Global()
 @Module({
   imports: [OrganizationsModule],
-  controllers: [WebhooksController],
+  controllers: [WebhooksController, DeliveriesController],
   providers: [
     WebhooksService,
+    DeliveriesService,
     DeliveryJobs,
     WebhookSender,
     WebhookOutbox,

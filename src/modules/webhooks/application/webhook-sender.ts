@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { RunResult, RunSignals } from '../../../queue/durable-jobs';
@@ -60,6 +60,17 @@ export class WebhookSender implements OnModuleInit {
       labelNames: ['type'],
       buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 3600, 86_400],
       registers: [metrics.registry],
+    });
+    const pending = () => this.messages.pendingByState();
+    new Gauge({
+      name: 'webhook_messages_pending',
+      help: 'Webhook messages not yet delivered, by state (due: waiting for a worker; retry: waiting for a later attempt; running)',
+      labelNames: ['state'],
+      registers: [metrics.registry],
+      async collect() {
+        const counts = await pending().catch(() => null);
+        if (counts) for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+      },
     });
   }
 

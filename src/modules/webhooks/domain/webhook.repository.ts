@@ -1,4 +1,4 @@
-import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { KeysetPosition, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { WebhookEndpoint } from './endpoint';
 import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
@@ -53,11 +53,16 @@ export abstract class MessageRepository {
   abstract retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean>;
   /** A final message queued again (redeliver, recover) on a new job; null when it is still pending. */
   abstract requeue(id: string, toJobId: string): Promise<WebhookMessage | null>;
-  /** Failed or skipped messages of the endpoint created at or after `since`, oldest first. */
-  abstract failedSince(endpointId: string, since: Date, limit: number): Promise<WebhookMessage[]>;
+  /**
+   * Failed or skipped messages of the endpoint created at or after `since`, oldest first; after
+   * `after` (the last of the previous page), so a page requeued and failed again is not read twice.
+   */
+  abstract failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<WebhookMessage[]>;
   abstract history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>>;
   abstract addAttempt(attempt: DeliveryAttempt): Promise<void>;
   abstract attempts(messageId: string): Promise<DeliveryAttempt[]>;
+  /** Pending messages by state: `due` (waiting for a worker), `retry` (waiting for a later attempt), `running`. */
+  abstract pendingByState(): Promise<Record<'due' | 'retry' | 'running', number>>;
   /** Forgets messages finished before `before`; answers how many. */
   abstract purge(before: Date): Promise<number>;
 }

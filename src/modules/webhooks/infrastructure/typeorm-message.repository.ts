@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { KeysetPosition, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { DeliveryAttempt, MessageStatus, WebhookMessage } from '../domain/message';
 import { DeliveryFilter, EndpointRepository, MessageRepository, StartedDelivery, UnfinishedMessage } from '../domain/webhook.repository';
 
@@ -51,9 +51,10 @@ export class TypeOrmMessageRepository extends MessageRepository {
     if (!messages.length) return;
     await this.query(
       `INSERT INTO webhook_messages (${COLUMNS})
-       SELECT m.id, m.organization_id, m.endpoint_id, m.type, m.payload, m.status, 0, m.job_id, NULL, NULL, m.created_at, m.finished_at
+       SELECT m.id, m.organization_id, m.endpoint_id, m.type, m.payload, m.status, 0, m.job_id, NULLIF(m.error, 'null'::jsonb), NULL,
+         m.created_at, m.finished_at
        FROM jsonb_to_recordset($1::jsonb) AS m(id text, organization_id uuid, endpoint_id uuid, type text, payload text,
-         status text, job_id uuid, created_at timestamptz, finished_at timestamptz)`,
+         status text, job_id uuid, error jsonb, created_at timestamptz, finished_at timestamptz)`,
       [
         JSON.stringify(
           messages.map((m) => ({
@@ -64,6 +65,7 @@ export class TypeOrmMessageRepository extends MessageRepository {
             payload: m.payload,
             status: m.status,
             job_id: m.jobId,
+            error: m.error,
             created_at: m.createdAt,
             finished_at: m.finishedAt,
           })),
@@ -168,11 +170,12 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return row ? toMessage(row) : null;
   }
 
-  async failedSince(endpointId: string, since: Date, limit: number): Promise<WebhookMessage[]> {
+  async failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<WebhookMessage[]> {
     const rows = await this.query<RawMessage>(
       `SELECT ${COLUMNS} FROM webhook_messages WHERE endpoint_id = $1 AND status IN ('failed', 'skipped') AND created_at >= $2
+       AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::text))
        ORDER BY created_at, id LIMIT $3`,
-      [endpointId, since, limit],
+      [endpointId, since, limit, after?.createdAt ?? null, after?.id ?? null],
     );
     return rows.map(toMessage);
   }
@@ -216,6 +219,18 @@ export class TypeOrmMessageRepository extends MessageRepository {
       responseBody: r.response_body,
       error: r.error,
     }));
+  }
+
+  async pendingByState(): Promise<Record<'due' | 'retry' | 'running', number>> {
+    const rows = await this.query<{ state: 'due' | 'retry' | 'running'; count: string }>(
+      `SELECT CASE WHEN status = 'running' THEN 'running' WHEN next_attempt_at > now() THEN 'retry' ELSE 'due' END AS state,
+              count(*) AS count
+       FROM webhook_messages WHERE ${UNFINISHED} GROUP BY 1`,
+      [],
+    );
+    const counts = { due: 0, retry: 0, running: 0 };
+    for (const row of rows) counts[row.state] = Number(row.count);
+    return counts;
   }
 
   async purge(before: Date): Promise<number> {

@@ -219,6 +219,22 @@ describe('webhooks API', () => {
     });
   });
 
+  describe('limit', () => {
+    it("refuses an endpoint beyond the organization's limit, even when the creates race; a delete frees a place", async () => {
+      const own = await t.newOrg('team');
+      const attempts = await Promise.all(
+        Array.from({ length: ENDPOINT_LIMITS.perOrganization + 3 }, () =>
+          as(own.admin).create({ url: HOOK, eventTypes: ['plugin.installed'] }),
+        ),
+      );
+      const made = attempts.filter((r) => r.status === 201);
+      expect(made).toHaveLength(ENDPOINT_LIMITS.perOrganization);
+      for (const refused of attempts.filter((r) => r.status !== 201)) expectError(refused, 409, 'WEBHOOK_LIMIT_REACHED');
+      expect((await as(own.admin).delete(made[0].body.id as string)).status).toBe(204);
+      expect((await as(own.admin).create({ url: HOOK, eventTypes: ['plugin.installed'] })).status).toBe(201);
+    });
+  });
+
   describe('list', () => {
     it('pages newest first with a cursor, never showing a secret', async () => {
       const own = await t.newOrg('team');

@@ -33,6 +33,7 @@ export const ERROR_CATALOG = {
   AGENT_IN_USE: { status: 409, when: 'delete of an agent a workflow uses' },
   NOT_CANCELABLE: { status: 409, when: 'cancel of a finished run or execution' },
   WEBHOOK_MESSAGE_PENDING: { status: 409, when: 'redeliver of a webhook message still queued or being delivered' },
+  WEBHOOK_LIMIT_REACHED: { status: 409, when: "a webhook endpoint beyond the organization's limit" },
   WEBHOOK_DISABLED: { status: 409, when: 'redeliver, recover or test on a disabled webhook endpoint' },
   IDEMPOTENCY_KEY_REUSED: { status: 409, when: 'same Idempotency-Key, different request' },
   PAYLOAD_TOO_LARGE: { status: 413, when: 'body over the limit (1 MiB)' },

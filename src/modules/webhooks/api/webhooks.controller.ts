@@ -29,7 +29,7 @@ export class WebhooksController {
   @Roles('admin')
   @ApiOperation({ summary: 'Register a webhook endpoint (Team tier and up); the answer shows its signing secret, once' })
   @ApiCreatedResponse({ type: CreatedWebhookResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'FEATURE_NOT_AVAILABLE', 'WEBHOOK_LIMIT_REACHED')
   async create(
     @CurrentPrincipal() caller: Principal,
     @Body() body: CreateWebhookRequest,

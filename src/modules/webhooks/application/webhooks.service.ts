@@ -65,8 +65,17 @@ export class WebhooksService {
     await this.assertFeature(organizationId);
     const endpoint = WebhookEndpoint.create({ organizationId, ...definition });
     await this.assertAllowedUrl(endpoint.url);
-    await this.endpoints.insert(endpoint);
+    await this.insertWithinLimit(endpoint);
     return { endpoint, secret: endpoint.currentSecret };
+  }
+
+  @Transactional()
+  private async insertWithinLimit(endpoint: WebhookEndpoint): Promise<void> {
+    const limit = ENDPOINT_LIMITS.perOrganization;
+    if ((await this.endpoints.countForCreate(endpoint.organizationId)) >= limit) {
+      throw new DomainError('WEBHOOK_LIMIT_REACHED', `An organization may have ${limit} webhook endpoints; delete one first`);
+    }
+    await this.endpoints.insert(endpoint);
   }
 
   async list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>> {

@@ -26,7 +26,17 @@ export interface EndpointProps {
   updatedAt: Date;
 }
 
-export const ENDPOINT_LIMITS = { eventTypes: 64, descriptionLength: 500, urlLength: 2048, graceSeconds: { max: 7 * 86_400 } };
+/**
+ * `perOrganization` bounds the fan-out: every event is written once per endpoint in the
+ * transaction of the change that raised it, so one organization cannot make that unbounded.
+ */
+export const ENDPOINT_LIMITS = {
+  perOrganization: 20,
+  eventTypes: 64,
+  descriptionLength: 500,
+  urlLength: 2048,
+  graceSeconds: { max: 7 * 86_400 },
+};
 
 /** Where an organization's events go: a receiver URL, the event types it wants, and how deliveries are signed. */
 export class WebhookEndpoint {

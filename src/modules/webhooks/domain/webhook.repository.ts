@@ -5,6 +5,8 @@ import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
 
 export abstract class EndpointRepository {
   abstract insert(endpoint: WebhookEndpoint): Promise<void>;
+  /** The organization's endpoints, counted under a lock held until the transaction ends (one create at a time). */
+  abstract countForCreate(organizationId: string): Promise<number>;
   abstract update(endpoint: WebhookEndpoint): Promise<void>;
   /** `forUpdate`: lock the row until the current transaction ends. */
   abstract find(organizationId: string, id: string, options?: { forUpdate?: boolean }): Promise<WebhookEndpoint | null>;

@@ -31,6 +31,11 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
     await this.rows.insert(this.toRow(endpoint));
   }
 
+  async countForCreate(organizationId: string): Promise<number> {
+    await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtext('webhook-endpoints:' || $1))`, [organizationId]);
+    return this.rows.countBy({ organizationId });
+  }
+
   async update(endpoint: WebhookEndpoint): Promise<void> {
     const { id, organizationId, ...rest } = this.toRow(endpoint);
     await this.rows.update({ id, organizationId }, rest);

@@ -95,6 +95,33 @@ describe('webhook deliveries', () => {
     expect(attempts[1].at - attempts[0].at).toBeGreaterThanOrEqual(2000);
   });
 
+  it('sends the messages waiting for a retry as soon as the endpoint answers again', async () => {
+    const { id } = await endpoint('/recovering');
+    receiver.script('/recovering', { status: 503, headers: { 'retry-after': '3600' } });
+    const first = await execute('first');
+    // The first message failed and waits an hour for its retry.
+    const [waiting] = await eventually(
+      async () => {
+        const res = await t.http().get(`/api/webhooks/${id}/deliveries`).set(bearer(org.admin));
+        const items = res.body.data as Array<{ status: string; attempts: number; nextAttemptAt: string | null }>;
+        return items.length === 1 && items[0].nextAttemptAt ? items : null;
+      },
+      { timeoutMs: 20_000, message: 'the first message waiting for its retry' },
+    );
+    expect(waiting).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(Date.parse(waiting.nextAttemptAt!) - Date.now()).toBeGreaterThan(30 * 60_000);
+
+    const second = await execute('second');
+    const retried = await eventually(() => (deliveriesOf('/recovering', first).length >= 2 ? deliveriesOf('/recovering', first) : null), {
+      timeoutMs: 20_000,
+      message: 'the waiting message sent once the endpoint answered again',
+    });
+    expect(retried[1].headers['webhook-id']).toBe(retried[0].headers['webhook-id']);
+    expect(deliveriesOf('/recovering', second)).toHaveLength(1);
+    const res = await t.http().get(`/api/webhooks/${id}/deliveries?status=succeeded`).set(bearer(org.admin));
+    expect(res.body.data).toHaveLength(2);
+  });
+
   it('treats a redirect as a failure and never fetches its Location', async () => {
     const moved = await endpoint('/moved');
     const redirect = { status: 302, headers: { location: receiver.url('/elsewhere') } };

@@ -191,6 +191,11 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     });
   }
 
+  /** Records waiting on jobs held back for a later start (retries) may be taken up now; `wake` after the commit. */
+  startNow(jobIds: string[]): Promise<number> {
+    return this.core.queue.startNow(this.definition.queue, jobIds);
+  }
+
   /** Wakes one of this process's idle workers for the kind (after a commit that queued jobs). */
   wake(): void {
     this.core.queue.wake(this.definition.queue);

@@ -150,19 +150,29 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
 
   /** Queues a job in the current transaction (or alone, outside one); answers its id. */
   async send(name: string, data: object, options: SendOptions): Promise<string> {
-    const id = await this.boss.send(name, data, {
-      id: options.id,
-      db: this.transactionDb(),
-      expireInSeconds: options.leaseSeconds,
-      retryLimit: options.retryLimit,
-      ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
-      ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
-      retryDelay: 1,
-      retryBackoff: true,
-      retryDelayMax: 60,
-    });
+    const id = await this.boss.send(name, data, { ...jobOptions(options), id: options.id, db: this.transactionDb() });
     if (!id) throw new Error(`Queue '${name}' refused the job`);
     return id;
+  }
+
+  /** Queues many jobs with one statement in the current transaction (an outbox's). */
+  async sendMany(name: string, jobs: Array<{ data: object; options: SendOptions }>): Promise<void> {
+    if (!jobs.length) return;
+    await this.boss.insert(
+      name,
+      jobs.map(({ data, options }) => ({ ...jobOptions(options), id: options.id, data })),
+      { db: this.transactionDb() },
+    );
+  }
+
+  /** Jobs still waiting for a later start (a retry's) may start now; answers how many. */
+  async startNow(name: string, ids: string[]): Promise<number> {
+    if (!ids.length) return 0;
+    const rows = await this.txHost.tx.query<Array<{ id: string }>>(
+      `UPDATE ${QUEUE_SCHEMA}.job SET start_after = now() WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'created' AND start_after > now() RETURNING id`,
+      [name, ids],
+    );
+    return rows.length;
   }
 
   /** Wakes one of this process's idle workers on the queue instead of waiting for its poll. */
@@ -198,6 +208,19 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       ? { executeSql: (text, values) => rowsOf(manager.queryRunner!, text, values) }
       : sharedConnection(manager.connection);
   }
+}
+
+/** A job's lease, retries and start in pg-boss's terms; lost-worker retries back off from 1 s to a minute. */
+function jobOptions(options: SendOptions) {
+  return {
+    expireInSeconds: options.leaseSeconds,
+    retryLimit: options.retryLimit,
+    ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
+    ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
+    retryDelay: 1,
+    retryBackoff: true,
+    retryDelayMax: 60,
+  };
 }
 
 /** pg-boss statements through the service's own pool, each on a connection of its own. */

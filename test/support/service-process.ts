@@ -11,6 +11,21 @@ export interface ServiceProcess {
   /** Resolves with how the process ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * What the process wrote so far, with `captureOutput` only (otherwise ''): all of stdout, then
+   * all of stderr, each stream whole (a line is never cut by the other's writes). After kill()
+   * it holds everything the process wrote.
+   */
+  output(): string;
+}
+
+export interface StartServiceOptions {
+  readyTimeoutMs?: number;
+  /**
+   * Collect stdout and stderr for output() (stderr is still copied to the test's stderr).
+   * Without it stdout is ignored and stderr inherited, as before.
+   */
+  captureOutput?: boolean;
 }
 
 async function freePort(): Promise<number> {
@@ -25,16 +40,28 @@ async function freePort(): Promise<number> {
  * The service as its own OS process (src/main.ts through ts-node), ready once /health/ready
  * answers 200. Used to run real worker processes beside the test's API, and to kill them.
  */
-export async function startService(env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServiceProcess> {
+export async function startService(env: Record<string, string>, options: number | StartServiceOptions = {}): Promise<ServiceProcess> {
+  const { readyTimeoutMs = 60_000, captureOutput = false } = typeof options === 'number' ? { readyTimeoutMs: options } : options;
   const port = await freePort();
   const child = spawn(process.execPath, ['-r', 'ts-node/register', join(__dirname, '../../src/main.ts')], {
     cwd: join(__dirname, '../..'),
     env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1', LOG_LEVEL: 'error', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: captureOutput ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  // 'close' comes once the process has exited and its stdio streams are read to the end.
+  const drained = captureOutput ? new Promise<void>((resolve) => child.once('close', () => resolve())) : Promise.resolve();
+  if (captureOutput) {
+    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr.push(chunk);
+      process.stderr.write(chunk);
+    });
+  }
   const service: ServiceProcess = {
     port,
     child,
@@ -43,7 +70,9 @@ export async function startService(env: Record<string, string>, readyTimeoutMs =
     async kill(signal = 'SIGKILL') {
       if (service.alive()) child.kill(signal);
       await exited;
+      await drained;
     },
+    output: () => Buffer.concat(stdout).toString('utf8') + Buffer.concat(stderr).toString('utf8'),
   };
   try {
     await eventually(

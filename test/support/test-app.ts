@@ -45,12 +45,20 @@ export interface TestApp {
  * One app at a time per test file: `@Transactional()` finds its TransactionHost through a
  * process-wide instance, which belongs to the newest app.
  */
-export async function createTestApp(options: { env?: Record<string, string | undefined>; controllers?: Type[] } = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  env?: Record<string, string | undefined>;
+  controllers?: Type[];
+  /** Providers replaced by these values (a resolver the test controls, ...). */
+  overrides?: Array<{ provide: Type | string | symbol; useValue: unknown }>;
+}
+
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const config = loadConfig({ ...process.env, ...options.env });
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule], controllers: options.controllers ?? [] })
+  let builder = Test.createTestingModule({ imports: [AppModule], controllers: options.controllers ?? [] })
     .overrideProvider(AppConfig)
-    .useValue(config)
-    .compile();
+    .useValue(config);
+  for (const { provide, useValue } of options.overrides ?? []) builder = builder.overrideProvider(provide).useValue(useValue);
+  const moduleRef = await builder.compile();
   const app = configureApp(moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false }));
   await app.init();
   const cls = app.get(ClsService);

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
@@ -12,10 +12,13 @@ export interface ExchangeInit {
   maxResponseBytes: number;
   /** False for a response whose body nobody will read (a redirect being followed). */
   keepBody: (status: number, headers: Record<string, string>) => boolean;
+  /** A pool of kept-alive connections to this target; without one, a fresh socket closed after the response. */
+  agent?: Agent;
 }
 
 /**
- * One request and its response, over a fresh socket to the target's checked addresses only:
+ * One request and its response, over a socket to the target's checked addresses only (fresh,
+ * or from a pool kept for exactly those addresses):
  * the lookup Node would do is replaced by one that answers with those addresses, so a second
  * DNS answer (rebinding) never reaches the socket. Host header and TLS SNI keep the host name.
  */
@@ -28,7 +31,7 @@ export function exchange(target: OutboundTarget, init: ExchangeInit, signal: Abo
     const request = send(target.url, {
       method: init.method,
       headers: { ...init.headers, ...length },
-      agent: false,
+      agent: init.agent ?? false,
       lookup: pinnedLookup(target.addresses),
       ...(isIP(target.hostname) === 0 ? { servername: target.hostname } : {}),
     });

@@ -311,4 +311,43 @@ describe('OutboundHttp', () => {
       await expectCode(http.request(get(`${origin}/echo`, { signal: AbortSignal.abort() })), 'ABORTED');
     });
   });
+  describe('with keepAlive', () => {
+    /** Answers with the address the connection reached; counts the connections it accepted. */
+    const wide = createServer((req, res) => res.end(req.socket.localAddress));
+    let connections = 0;
+    wide.on('connection', () => connections++);
+    let port: number;
+
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => wide.listen(0, '0.0.0.0', resolve));
+      port = (wide.address() as AddressInfo).port;
+    });
+    afterAll(async () => {
+      wide.closeAllConnections();
+      await new Promise((resolve) => wide.close(resolve));
+    });
+    beforeEach(() => (connections = 0));
+
+    it('reuses one connection for requests to the same checked address', async () => {
+      const http = client('127.0.0.0/8');
+      for (let i = 0; i < 3; i++) {
+        const response = await http.request(get(`http://127.0.0.1:${port}/`, { keepAlive: true }));
+        expect(response.body.toString()).toBe('127.0.0.1');
+      }
+      expect(connections).toBe(1);
+    });
+
+    it('opens a new connection to the new, checked address when the name rebinds', async () => {
+      const resolver = scriptedResolver(['127.0.0.1'], ['127.0.0.2'], ['10.0.0.7']);
+      const http = client('127.0.0.0/8', resolver);
+      const at = (more: Partial<OutboundRequest> = {}) =>
+        http.request(get(`http://hooks.example.test:${port}/`, { keepAlive: true, ...more }));
+      expect((await at()).body.toString()).toBe('127.0.0.1');
+      expect((await at()).body.toString()).toBe('127.0.0.2');
+      expect(connections).toBe(2);
+      // A pooled socket to an allowed address does not carry a request whose name now resolves elsewhere.
+      await expectCode(at(), 'ADDRESS_NOT_ALLOWED');
+      expect(connections).toBe(2);
+    });
+  });
 });

@@ -1,3 +1,4 @@
+import { ConnectionPools } from './connection-pools';
 import { withDeadline } from './outbound-deadline';
 import { exchange } from './outbound-exchange';
 import { type AllowList, OutboundError, type OutboundRequest, type OutboundResponse, type Resolver } from './outbound-http.types';
@@ -21,6 +22,7 @@ const DEFAULT_MAX_REDIRECTS = 3;
 export class OutboundHttp {
   private readonly allowList: AllowList;
   private readonly resolver: Resolver;
+  private readonly pools = new ConnectionPools();
 
   constructor(options: OutboundHttpOptions) {
     this.allowList = options.allowList;
@@ -46,7 +48,8 @@ export class OutboundHttp {
       for (let redirects = 0; ; redirects++) {
         const target = await resolveTarget(hop.url, this.allowList, this.resolver, signal);
         const keepBody = (status: number, headers: Record<string, string>) => !follows(status, headers);
-        const response = await exchange(target, { ...hop, maxResponseBytes, keepBody }, signal);
+        const agent = req.keepAlive ? this.pools.for(target) : undefined;
+        const response = await exchange(target, { ...hop, maxResponseBytes, keepBody, agent }, signal);
         if (!follows(response.status, response.headers)) return response;
         if (redirects >= maxRedirects) throw new OutboundError('TOO_MANY_REDIRECTS', `More than ${maxRedirects} redirects`);
         hop = nextHop(hop, response.status, response.headers.location);

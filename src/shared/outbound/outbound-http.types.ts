@@ -17,6 +17,11 @@ export interface OutboundRequest {
   maxResponseBytes?: number;
   /** Redirects to follow (each re-checked by the guard); 0 returns the 3xx as is. */
   maxRedirects?: number;
+  /**
+   * Reuse connections to the same checked addresses (for many requests to one receiver);
+   * each request is still checked by the guard first.
+   */
+  keepAlive?: boolean;
 }
 
 export interface OutboundResponse {

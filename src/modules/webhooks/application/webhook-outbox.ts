@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JobQueue } from '../../../queue/job-queue';
 import { EventOutbox, PlatformEvent } from '../../../shared/events/event-outbox';
+import { subscribesTo } from '../domain/endpoint';
 import { messagePayload, WebhookMessage } from '../domain/message';
 import { EndpointRepository, MessageRepository } from '../domain/webhook.repository';
 import { DELIVERY_JOB_OPTIONS, DELIVERY_QUEUE, deliveryJobData } from './delivery-jobs';
 
 /**
  * The outbox: in the transaction of the change that raised them, each event becomes one
- * message per endpoint of its organization that wants it, each on a delivery job sent in the
- * same transaction. A message for a disabled endpoint is kept as `skipped`.
+ * message per endpoint of its organization that wants it, their delivery jobs sent with one
+ * statement in the same transaction. A message for a disabled endpoint is kept as `skipped`.
  */
 @Injectable()
 export class WebhookOutbox extends EventOutbox {
@@ -24,12 +25,12 @@ export class WebhookOutbox extends EventOutbox {
 
   async publish(events: PlatformEvent[]): Promise<void> {
     if (!events.length) return;
-    const endpoints = await this.endpoints.ofOrganizations([...new Set(events.map((e) => e.organizationId))]);
+    const endpoints = await this.endpoints.subscriptions([...new Set(events.map((e) => e.organizationId))]);
     if (!endpoints.length) return;
     const now = new Date();
     const messages: WebhookMessage[] = events.flatMap((event) =>
       endpoints
-        .filter((endpoint) => endpoint.organizationId === event.organizationId && endpoint.wants(event.type))
+        .filter((endpoint) => endpoint.organizationId === event.organizationId && subscribesTo(endpoint, event.type))
         .map((endpoint) => ({
           id: randomUUID(),
           organizationId: event.organizationId,
@@ -47,9 +48,10 @@ export class WebhookOutbox extends EventOutbox {
     );
     if (!messages.length) return;
     await this.messages.insertMany(messages);
-    for (const message of messages) {
-      if (message.jobId) await this.queue.send(DELIVERY_QUEUE, deliveryJobData(message.id), { ...DELIVERY_JOB_OPTIONS, id: message.jobId });
-    }
+    await this.queue.sendMany(
+      DELIVERY_QUEUE,
+      messages.flatMap((m) => (m.jobId ? [{ data: deliveryJobData(m.id), options: { ...DELIVERY_JOB_OPTIONS, id: m.jobId } }] : [])),
+    );
   }
 
   committed(): void {

@@ -6,6 +6,7 @@ import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { EventOutbox } from '../../../shared/events/event-outbox';
+import { Coalescer } from '../../../shared/batching/coalescer';
 import { Failure } from '../../../shared/jobs/outcome';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
 import { OutboundError } from '../../../shared/outbound/outbound-http.types';
@@ -36,6 +37,8 @@ const USER_AGENT = 'Platform-Webhooks/1';
 export class WebhookSender implements OnModuleInit {
   private readonly inFlight = new Map<string, { count: number; waiting: Array<() => void> }>();
   private readonly attempts: Counter<'type' | 'outcome'>;
+  /** Attempts logged in the same turn are written with one statement. */
+  private readonly attemptLog: Coalescer<DeliveryAttempt, undefined>;
   private readonly lag: Histogram<'type'>;
 
   constructor(
@@ -48,6 +51,10 @@ export class WebhookSender implements OnModuleInit {
     private readonly reconciler: JobReconciler,
     metrics: Metrics,
   ) {
+    this.attemptLog = new Coalescer(async (attempts) => {
+      await this.messages.addAttempts(attempts);
+      return attempts.map(() => undefined);
+    });
     this.attempts = new Counter({
       name: 'webhook_deliveries_total',
       help: 'Delivery attempts by event type and outcome (succeeded: a 2xx; failed: anything else)',
@@ -83,12 +90,12 @@ export class WebhookSender implements OnModuleInit {
   async deliver({ message, endpoint }: StartedDelivery, { lease }: RunSignals): Promise<RunResult> {
     if (!endpoint.enabled) return { status: 'canceled', error: { code: 'ENDPOINT_DISABLED', message: 'The endpoint is disabled' } };
     const attempt = await this.withSlot(endpoint.id, () => this.post(message, endpoint, lease));
-    await this.messages.addAttempt(attempt);
+    await this.attemptLog.add(attempt);
     const delivered = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
     this.attempts.inc({ type: message.type, outcome: delivered ? 'succeeded' : 'failed' });
     if (delivered) {
       this.lag.observe({ type: message.type }, (Date.now() - message.createdAt.getTime()) / 1000);
-      if (endpoint.failingSince) await this.endpoints.markHealthy(endpoint.id);
+      if (endpoint.failingSince) await this.recovered(endpoint);
       return { status: 'succeeded', output: null };
     }
     const error: Failure = {
@@ -146,6 +153,7 @@ export class WebhookSender implements OnModuleInit {
         timeoutMs: REQUEST_TIMEOUT_MS,
         maxRedirects: 0,
         maxResponseBytes: MAX_RESPONSE_BYTES,
+        keepAlive: true,
         signal: lease,
       });
       return record({
@@ -164,6 +172,20 @@ export class WebhookSender implements OnModuleInit {
     const jobId = randomUUID();
     if (!(await this.messages.retryLater(message.id, jobId, new Date(Date.now() + delayMs), error))) return;
     await this.deliveries.send({ ...message, jobId }, DELIVERY_JOB_OPTIONS, Math.ceil(delayMs / 1000));
+  }
+
+  /**
+   * The first success after failures: the endpoint's messages waiting for a later retry are
+   * sent now instead of at their scheduled times (minutes to hours after an outage).
+   */
+  private async recovered(endpoint: WebhookEndpoint): Promise<void> {
+    if ((await this.hurryRetries(endpoint)) > 0) this.deliveries.wake();
+  }
+
+  @Transactional()
+  private async hurryRetries(endpoint: WebhookEndpoint): Promise<number> {
+    if (!(await this.endpoints.markHealthy(endpoint.id))) return 0;
+    return this.deliveries.startNow(await this.messages.retryNow(endpoint.id));
   }
 
   /** Disables the endpoint and tells the organization's endpoints, in one transaction. */

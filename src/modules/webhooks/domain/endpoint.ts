@@ -38,6 +38,18 @@ export const ENDPOINT_LIMITS = {
   graceSeconds: { max: 7 * 86_400 },
 };
 
+/** What the outbox reads of an endpoint: which events it wants and whether it takes them now (no secrets). */
+export interface EndpointSubscription {
+  id: string;
+  organizationId: string;
+  eventTypes: readonly string[];
+  enabled: boolean;
+}
+
+export function subscribesTo(subscription: Pick<EndpointSubscription, 'eventTypes'>, type: string): boolean {
+  return subscription.eventTypes.some((pattern) => matchesPattern(pattern, type));
+}
+
 /** Where an organization's events go: a receiver URL, the event types it wants, and how deliveries are signed. */
 export class WebhookEndpoint {
   private constructor(private props: EndpointProps) {}
@@ -115,7 +127,7 @@ export class WebhookEndpoint {
   }
 
   wants(type: string): boolean {
-    return this.props.eventTypes.some((pattern) => matchesPattern(pattern, type));
+    return subscribesTo(this.props, type);
   }
 
   update(patch: { url?: string; description?: string | null; eventTypes?: string[]; enabled?: boolean }): void {

@@ -1,6 +1,6 @@
 import { KeysetPosition, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { WebhookEndpoint } from './endpoint';
+import { EndpointSubscription, WebhookEndpoint } from './endpoint';
 import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
 
 export abstract class EndpointRepository {
@@ -14,10 +14,12 @@ export abstract class EndpointRepository {
   abstract delete(organizationId: string, id: string): Promise<boolean>;
   /** Every endpoint of these organizations, enabled or not (messages to a disabled one are kept as skipped). */
   abstract ofOrganizations(organizationIds: string[]): Promise<WebhookEndpoint[]>;
+  /** What the outbox needs of these organizations' endpoints: one light read per finishing batch. */
+  abstract subscriptions(organizationIds: string[]): Promise<EndpointSubscription[]>;
   /** A delivery failed: `failingSince` is set if it was not; answers it. */
   abstract markFailing(id: string): Promise<Date | null>;
-  /** A delivery succeeded: failures stop counting. */
-  abstract markHealthy(id: string): Promise<void>;
+  /** A delivery succeeded: failures stop counting. True when the endpoint was failing until now. */
+  abstract markHealthy(id: string): Promise<boolean>;
   /** Disables an enabled endpoint with the reason; true when it was enabled. */
   abstract disable(id: string, reason: string): Promise<boolean>;
 }
@@ -53,6 +55,8 @@ export abstract class MessageRepository {
   abstract abandon(id: string, jobId: string | null, error: Failure): Promise<WebhookMessage | null>;
   /** Back to `queued` on a new job that starts at `at`, with the last error; false when it is no longer running. */
   abstract retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean>;
+  /** The endpoint's messages waiting for a later retry are due now; answers the jobs that carry them. */
+  abstract retryNow(endpointId: string): Promise<string[]>;
   /** A final message queued again (redeliver, recover) on a new job; null when it is still pending. */
   abstract requeue(id: string, toJobId: string): Promise<WebhookMessage | null>;
   /**
@@ -61,7 +65,7 @@ export abstract class MessageRepository {
    */
   abstract failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<WebhookMessage[]>;
   abstract history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>>;
-  abstract addAttempt(attempt: DeliveryAttempt): Promise<void>;
+  abstract addAttempts(attempts: DeliveryAttempt[]): Promise<void>;
   abstract attempts(messageId: string): Promise<DeliveryAttempt[]>;
   /** Pending messages by state: `due` (waiting for a worker), `retry` (waiting for a later attempt), `running`. */
   abstract pendingByState(): Promise<Record<'due' | 'retry' | 'running', number>>;

@@ -6,7 +6,7 @@ import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { SigningSecret, WebhookEndpoint } from '../domain/endpoint';
+import { EndpointSubscription, SigningSecret, WebhookEndpoint } from '../domain/endpoint';
 import { EndpointRepository } from '../domain/webhook.repository';
 import { WebhookEndpointRow } from './webhook.orm-entities';
 
@@ -63,6 +63,15 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
     return (await this.rows.findBy({ organizationId: In(organizationIds) })).map((row) => this.toDomain(row));
   }
 
+  async subscriptions(organizationIds: string[]): Promise<EndpointSubscription[]> {
+    if (!organizationIds.length) return [];
+    const rows = await this.txHost.tx.query<Array<{ id: string; organization_id: string; event_types: string[]; enabled: boolean }>>(
+      `SELECT id, organization_id, event_types, enabled FROM webhook_endpoints WHERE organization_id = ANY($1::uuid[])`,
+      [organizationIds],
+    );
+    return rows.map((r) => ({ id: r.id, organizationId: r.organization_id, eventTypes: r.event_types, enabled: r.enabled }));
+  }
+
   async markFailing(id: string): Promise<Date | null> {
     const [row] = await this.txHost.tx.query<Array<{ failing_since: Date | null }>>(
       `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1 RETURNING failing_since`,
@@ -71,8 +80,12 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
     return row?.failing_since ?? null;
   }
 
-  async markHealthy(id: string): Promise<void> {
-    await this.txHost.tx.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [id]);
+  async markHealthy(id: string): Promise<boolean> {
+    const rows = await this.txHost.tx.query<unknown[]>(
+      `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL RETURNING id`,
+      [id],
+    );
+    return rows.length > 0;
   }
 
   async disable(id: string, reason: string): Promise<boolean> {

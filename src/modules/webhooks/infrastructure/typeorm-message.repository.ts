@@ -192,11 +192,35 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return toPage(rows.map(toMessage), page.limit, (m) => m);
   }
 
-  async addAttempt(a: DeliveryAttempt): Promise<void> {
+  async retryNow(endpointId: string): Promise<string[]> {
+    const rows = await this.query<{ job_id: string }>(
+      `UPDATE webhook_messages SET next_attempt_at = now()
+       WHERE endpoint_id = $1 AND status = 'queued' AND next_attempt_at > now() AND job_id IS NOT NULL RETURNING job_id`,
+      [endpointId],
+    );
+    return rows.map((r) => r.job_id);
+  }
+
+  async addAttempts(attempts: DeliveryAttempt[]): Promise<void> {
+    if (!attempts.length) return;
     await this.query(
       `INSERT INTO webhook_attempts (id, message_id, attempted_at, status_code, latency_ms, response_body, error)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [a.id, a.messageId, a.attemptedAt, a.statusCode, a.latencyMs, a.responseBody, a.error],
+       SELECT a.id, a.message_id, a.attempted_at, a.status_code, a.latency_ms, a.response_body, a.error
+       FROM jsonb_to_recordset($1::jsonb) AS a(id uuid, message_id text, attempted_at timestamptz, status_code int,
+         latency_ms int, response_body text, error text)`,
+      [
+        JSON.stringify(
+          attempts.map((a) => ({
+            id: a.id,
+            message_id: a.messageId,
+            attempted_at: a.attemptedAt,
+            status_code: a.statusCode,
+            latency_ms: a.latencyMs,
+            response_body: a.responseBody,
+            error: a.error,
+          })),
+        ),
+      ],
     );
   }
 

@@ -189,7 +189,9 @@ export class Services {
   async start(name: string, env: Record<string, string>, readyTimeoutMs: number): Promise<JsonClient> {
     const port = await freePort();
     if (this.closed) throw new Error(`not starting ${name}: shutting down`);
-    const child = spawn(process.execPath, [this.entry], {
+    // BENCH_CPU_PROFILE=<dir>: every service process writes a V8 CPU profile there when it exits.
+    const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
+    const child = spawn(process.execPath, [...profile, this.entry], {
       cwd: this.cwd,
       env: { ...process.env, ...env, PORT: String(port) },
       stdio: ['ignore', 'inherit', 'inherit'],

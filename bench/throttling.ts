@@ -1,26 +1,38 @@
 /**
- * Rate-limit overhead benchmark: the built service (dist/src/main.js), one APP_ROLE=all process at
- * a time on one scratch PostgreSQL database, answering authenticated `GET /api/plugins` (the
- * admin's bearer token) to a fixed number of closed-loop clients, in three configurations:
+ * Rate-limit and authentication overhead benchmark: the built service (dist/src/main.js), one
+ * APP_ROLE=all process at a time on one scratch PostgreSQL database, answering authenticated
+ * `GET /api/plugins` to a fixed number of closed-loop clients, in four configurations:
  *
  *   off     RATE_LIMIT_ENABLED=false                       (no tier limit, no RateLimit headers)
  *   memory  tier limits, counters in the process's memory  (no REDIS_URL)
+ *   key     as memory, but the bearer is an API key        (see below)
  *   redis   tier limits, counters in Redis                 (REDIS_URL)
  *
- * Each configuration runs twice, in the interleaved order off, memory, redis, redis, memory, off,
- * each run on a freshly started process (warm-up, then the measured requests). The report lists
- * every run, then per configuration the better of its two runs (higher req/s) and the overhead of
- * memory and Redis against off.
+ * off, memory and redis send the admin's JWT (access token); key sends the API key of a service
+ * account with the admin role (POST /api/service-accounts, then POST
+ * /api/service-accounts/:id/api-keys, no scopes). A key request must be refused on a session-only
+ * route (GET /api/auth/me → 403), so the key is known to be taken as a key, not as a JWT.
+ *
+ * Each configuration runs twice, in the interleaved order off, memory, key, redis, redis, key,
+ * memory, off (so each key run sits next to a JWT run with the same storage), each run on a
+ * freshly started process (warm-up, then the measured requests). The report lists every run, then
+ * per configuration the better of its two runs (higher req/s), the overhead of memory and Redis
+ * against off, and the key path against the JWT path (memory against key).
  *
  * So that no request is throttled, a throwaway Ed25519 vendor key signs an enterprise license
  * (LICENSE_PUBLIC_KEYS / LICENSE_KEY: the single organization `default` is raised to enterprise),
  * and each run sets the organization's budget to 1,000,000 requests per minute
- * (PATCH /api/subscription) before measuring. A first process without LICENSE_KEY creates the
- * organization and its admin: on an empty database the service installs LICENSE_KEY before it
- * creates `default`, so nothing is raised, and later boots skip the key as already installed. Every response must be 200 and carry
- * `RateLimit-Policy: "enterprise";q=1000000;w=60` when limits are on, and no such header when they
- * are off; on Redis, the service's fail-open counter (rate_limit_storage_errors_total on /metrics)
- * must stay 0, else requests went through uncounted and the Redis figures would be meaningless.
+ * (PATCH /api/subscription, with the JWT) before measuring. A first process without LICENSE_KEY
+ * creates the organization, its admin and the service account's key: on an empty database the
+ * service installs LICENSE_KEY before it creates `default`, so nothing is raised, and later boots
+ * skip the license as already installed. Every response must be 200 and carry
+ * `RateLimit-Policy: "enterprise";q=1000000;w=60` when limits are on (with a JWT or a key), and
+ * no such header when they are off; on Redis, the service's fail-open counter
+ * (rate_limit_storage_errors_total on /metrics) must stay 0, else requests went through uncounted
+ * and the Redis figures would be meaningless.
+ *
+ * Targets (better runs, req/s): Redis at most 15 % below off; the API key at most 10 % below the
+ * JWT (key against memory).
  *
  * Run with `npm run bench:throttling`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
@@ -77,12 +89,17 @@ const settings = {
 
 /** Redis may cost at most this share of the req/s without limits. */
 const TARGET_REDIS_OVERHEAD_PERCENT = 15;
+/** The API key may cost at most this share of the JWT's req/s (both with memory storage). */
+const TARGET_KEY_OVERHEAD_PERCENT = 10;
 /** Requests per minute for the organization: far above what a run sends. */
 const BUDGET = 1_000_000;
 const EXPECTED_POLICY = `"enterprise";q=${BUDGET};w=${RATE_LIMIT_WINDOW_SECONDS}`;
 const PATH = '/api/plugins';
 
-type Configuration = 'off' | 'memory' | 'redis';
+/** The API key's format (contract): prefix, 43 random and 6 checksum base62 characters. */
+const API_KEY_FORMAT = /^plat_sa_[0-9A-Za-z]{49}$/;
+
+type Configuration = 'off' | 'memory' | 'key' | 'redis';
 
 interface ConfigurationSpec {
   label: string;
@@ -90,16 +107,23 @@ interface ConfigurationSpec {
   env: Record<string, string>;
   /** Whether the tier guard runs, i.e. RateLimit headers are expected. */
   limited: boolean;
+  /** The bearer of the measured requests: the admin's access token or the service account's API key. */
+  bearer: 'jwt' | 'key';
 }
 
+const MEMORY_ENV = { RATE_LIMIT_ENABLED: 'true', REDIS_URL: '' };
 const CONFIGURATIONS: Record<Configuration, ConfigurationSpec> = {
-  off: { label: 'throttling off', env: { RATE_LIMIT_ENABLED: 'false', REDIS_URL: '' }, limited: false },
-  memory: { label: 'memory storage', env: { RATE_LIMIT_ENABLED: 'true', REDIS_URL: '' }, limited: true },
-  redis: { label: 'Redis storage', env: { RATE_LIMIT_ENABLED: 'true', REDIS_URL: settings.redisUrl }, limited: true },
+  off: { label: 'throttling off', env: { RATE_LIMIT_ENABLED: 'false', REDIS_URL: '' }, limited: false, bearer: 'jwt' },
+  memory: { label: 'memory storage', env: MEMORY_ENV, limited: true, bearer: 'jwt' },
+  key: { label: 'memory, API key', env: MEMORY_ENV, limited: true, bearer: 'key' },
+  redis: { label: 'Redis storage', env: { RATE_LIMIT_ENABLED: 'true', REDIS_URL: settings.redisUrl }, limited: true, bearer: 'jwt' },
 };
 
-/** Interleaved so that drift over the run (heat, caches, the database growing) hits every configuration alike. */
-const ORDER: Configuration[] = ['off', 'memory', 'redis', 'redis', 'memory', 'off'];
+/**
+ * Interleaved so that drift over the run (heat, caches, the database growing) hits every
+ * configuration alike; each key run is next to a memory run, the JWT it is compared with.
+ */
+const ORDER: Configuration[] = ['off', 'memory', 'key', 'redis', 'redis', 'key', 'memory', 'off'];
 
 /** Shared by every process of the run: the token of the first run stays valid in the others. */
 const credentials = randomCredentials();
@@ -139,11 +163,12 @@ function check(res: JsonResponse, limited: boolean): string | null {
 }
 
 /**
- * A first boot without LICENSE_KEY: migrations, organization `default` and its admin; logs in
- * and installs a plugin (so the list is not empty). Answers the admin's bearer token.
+ * A first boot without LICENSE_KEY: migrations, organization `default` and its admin; logs in,
+ * installs a plugin (so the list is not empty) and creates the service account's API key.
+ * Answers the admin's access token and the key.
  */
-async function prepare(databaseUrl: string): Promise<string> {
-  log('prepare: first boot without LICENSE_KEY (organization default, admin, transform plugin)');
+async function prepare(databaseUrl: string): Promise<Pick<Setup, 'token' | 'apiKey'>> {
+  log('prepare: first boot without LICENSE_KEY (organization default, admin, transform plugin, API key)');
   const service = await services.start(
     'service (prepare)',
     { ...serviceEnv(credentials, databaseUrl, 'all'), ...CONFIGURATIONS.off.env, LICENSE_KEY: '' },
@@ -151,11 +176,34 @@ async function prepare(databaseUrl: string): Promise<string> {
   );
   try {
     const client = await loginAndInstallTransform(service, credentials);
+    const apiKey = await createApiKey(client);
     services.assertAlive();
-    return client.token!;
+    return { token: client.token!, apiKey };
   } finally {
     await services.stopAll();
   }
+}
+
+/**
+ * An admin service account and its API key (every scope the role allows, the default expiry);
+ * checks that a session-only route refuses the key, so the service takes it as a key.
+ */
+async function createApiKey(admin: JsonClient): Promise<string> {
+  const account = await admin.request('POST', '/api/service-accounts', { name: 'bench', role: 'admin' });
+  const accountId = field(account.body, 'id');
+  if (account.status !== 201 || typeof accountId !== 'string') throw unexpected('POST /api/service-accounts', account.status, account.body);
+
+  const created = await admin.request('POST', `/api/service-accounts/${accountId}/api-keys`, { name: 'bench' });
+  const key = field(created.body, 'key');
+  if (created.status !== 201 || typeof key !== 'string' || !API_KEY_FORMAT.test(key)) {
+    // The key itself stays out of every message.
+    const body = typeof key === 'string' ? { ...(created.body as object), key: `(${key.length} characters, hidden)` } : created.body;
+    throw unexpected('POST /api/service-accounts/:id/api-keys', created.status, body);
+  }
+
+  const me = await admin.withToken(key).request('GET', '/api/auth/me');
+  if (me.status !== 403) throw unexpected('GET /api/auth/me with the API key (403 expected)', me.status, me.body);
+  return key;
 }
 
 /** PATCH /api/subscription to BUDGET requests per minute; answers the organization id. */
@@ -211,12 +259,14 @@ interface Setup {
   databaseUrl: string;
   /** LICENSE_PUBLIC_KEYS and LICENSE_KEY. */
   license: Record<string, string>;
-  /** The admin's bearer token, valid in every process of the run. */
+  /** The admin's access token (JWT), valid in every process of the run. */
   token: string;
+  /** The admin service account's API key. */
+  apiKey: string;
 }
 
 /** One run of one configuration on a fresh process. */
-async function measure({ databaseUrl, license, token }: Setup, configuration: Configuration, run: number): Promise<RunResult> {
+async function measure({ databaseUrl, license, token, apiKey }: Setup, configuration: Configuration, run: number): Promise<RunResult> {
   const spec = CONFIGURATIONS[configuration];
   const name = `${spec.label} (run ${run})`;
   log(`${name}: starting one APP_ROLE=all process`);
@@ -226,8 +276,8 @@ async function measure({ databaseUrl, license, token }: Setup, configuration: Co
     settings.readyTimeoutMs,
   );
   try {
-    const client = service.withToken(token);
-    organizationId = await raiseBudget(client);
+    organizationId = await raiseBudget(service.withToken(token));
+    const client = service.withToken(spec.bearer === 'key' ? apiKey : token);
     const probes = await awaitPolicy(client, spec.limited);
 
     const call = async () => check(await client.request('GET', PATH), spec.limited);
@@ -255,17 +305,22 @@ async function measure({ databaseUrl, license, token }: Setup, configuration: Co
 function best(results: RunResult[]): Record<Configuration, RunResult> {
   const pick = (c: Configuration) =>
     results.filter((r) => r.configuration === c).reduce((a, b) => (b.row.throughput > a.row.throughput ? b : a));
-  return { off: pick('off'), memory: pick('memory'), redis: pick('redis') };
+  return { off: pick('off'), memory: pick('memory'), key: pick('key'), redis: pick('redis') };
 }
 
-/** Positive: fewer req/s than off. */
-function throughputOverhead(x: Row, off: Row): number {
-  return ((off.throughput - x.throughput) / off.throughput) * 100;
+/** Positive: fewer req/s than the baseline. */
+function throughputOverhead(x: Row, base: Row): number {
+  return ((base.throughput - x.throughput) / base.throughput) * 100;
 }
 
-/** Positive: a higher p99 than off. */
-function p99Overhead(x: Row, off: Row): number {
-  return ((x.p99 - off.p99) / off.p99) * 100;
+/** Positive: a higher p99 than the baseline. */
+function p99Overhead(x: Row, base: Row): number {
+  return ((x.p99 - base.p99) / base.p99) * 100;
+}
+
+/** `  <label>  req/s ±x %   p99 ±y %` against the baseline. */
+function overheadLine(label: string, x: Row, base: Row): string {
+  return `  ${label.padEnd(15)} req/s ${signed(throughputOverhead(x, base)).padStart(8)}   p99 ${signed(p99Overhead(x, base)).padStart(8)}`;
 }
 
 function signed(value: number): string {
@@ -277,12 +332,13 @@ function printReport(results: RunResult[]): void {
   const off = chosen.off.row;
   const names = { scenario: 'configuration', throughput: 'req/s' };
   const redisOverhead = throughputOverhead(chosen.redis.row, off);
+  const keyOverhead = throughputOverhead(chosen.key.row, chosen.memory.row);
   const out: string[] = [
     '',
-    machineLine('Rate-limit overhead benchmark'),
+    machineLine('Rate-limit and API key overhead benchmark'),
     '',
-    `GET ${PATH} as the admin (bearer token), ${settings.clients} clients, ${settings.requests} measured requests per run ` +
-      `after ${settings.warmupRequests} warm-up requests;`,
+    `GET ${PATH} as the admin (JWT; in the key runs, an admin service account's API key), ${settings.clients} clients, ` +
+      `${settings.requests} measured requests per run after ${settings.warmupRequests} warm-up requests;`,
     `one freshly started APP_ROLE=all process per run, one database; run order: ${ORDER.join(', ')}.`,
     '',
     'Every run:',
@@ -294,20 +350,19 @@ function printReport(results: RunResult[]): void {
     '',
     'Per configuration, the better of its two runs (the one with the higher req/s; p50/p99 from that same run):',
     ...formatRows(
-      (['off', 'memory', 'redis'] as const).map((c) => ({ ...chosen[c].row, scenario: CONFIGURATIONS[c].label })),
+      (['off', 'memory', 'key', 'redis'] as const).map((c) => ({ ...chosen[c].row, scenario: CONFIGURATIONS[c].label })),
       'requests',
       names,
     ),
     '',
     'Overhead vs throttling off (better runs; positive = worse):',
-    ...(['memory', 'redis'] as const).map(
-      (c) =>
-        `  ${CONFIGURATIONS[c].label.padEnd(15)} req/s ${signed(throughputOverhead(chosen[c].row, off)).padStart(8)}   ` +
-        `p99 ${signed(p99Overhead(chosen[c].row, off)).padStart(8)}`,
-    ),
+    ...(['memory', 'redis'] as const).map((c) => overheadLine(CONFIGURATIONS[c].label, chosen[c].row, off)),
+    '',
+    'API key vs JWT, both with memory storage (better runs; positive = worse):',
+    overheadLine('API key', chosen.key.row, chosen.memory.row),
     '',
     'Sanity checks (a window is 60 s from its first hit; in Redis it spans processes):',
-    `  every counted response was 200 with RateLimit-Policy ${EXPECTED_POLICY} (memory, Redis) or without it (off)` +
+    `  every counted response was 200 with RateLimit-Policy ${EXPECTED_POLICY} (memory, key, Redis) or without it (off)` +
       ` → ${verdict(results.every((r) => r.row.errors === 0 && r.warmupErrors === 0))}`,
     ...results
       .filter((r) => r.counted !== null)
@@ -318,9 +373,11 @@ function printReport(results: RunResult[]): void {
           (r.storageFailures === null ? '' : `, ${r.storageFailures} Redis failures (passed uncounted)`),
       ),
     '',
-    'Target:',
+    'Targets:',
     `  Redis overhead vs off < ${TARGET_REDIS_OVERHEAD_PERCENT} % (req/s) → ${signed(redisOverhead)} ` +
       `${verdict(redisOverhead < TARGET_REDIS_OVERHEAD_PERCENT)}`,
+    `  API key overhead vs JWT ≤ ${TARGET_KEY_OVERHEAD_PERCENT} % (req/s) → ${signed(keyOverhead)} ` +
+      `${verdict(keyOverhead <= TARGET_KEY_OVERHEAD_PERCENT)}`,
     '',
   ];
   process.stdout.write(out.join('\n'));
@@ -377,7 +434,7 @@ async function main(): Promise<void> {
     );
     const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
     const databaseUrl = await databases.create('throttling');
-    const setup: Setup = { databaseUrl, license, token: await prepare(databaseUrl) };
+    const setup: Setup = { databaseUrl, license, ...(await prepare(databaseUrl)) };
 
     const results: RunResult[] = [];
     const runs: Partial<Record<Configuration, number>> = {};

@@ -1,13 +1,15 @@
 import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { OPERATOR_KEY, PUBLIC_KEY, ROLES_KEY } from '../src/shared/auth/access.decorators';
+import { OPERATOR_KEY, PUBLIC_KEY, ROLES_KEY, SCOPE_KEY, SESSION_ONLY_KEY } from '../src/shared/auth/access.decorators';
+import { isScope } from '../src/shared/auth/scopes';
 import { createTestApp, TestApp } from './support/test-app';
 
 interface Route {
   name: string;
   route: string;
   declares: (key: string) => boolean;
+  scope: () => unknown;
 }
 
 /** Every route must say who may call it: @Public(), @Roles(...) or @OperatorOnly(). */
@@ -29,6 +31,7 @@ describe('route access declarations', () => {
           name: `${controller.name}.${method}`,
           route: `${verb} ${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`,
           declares: (key) => Reflect.getMetadata(key, handler) !== undefined || Reflect.getMetadata(key, controller) !== undefined,
+          scope: () => Reflect.getMetadata(SCOPE_KEY, handler) ?? Reflect.getMetadata(SCOPE_KEY, controller),
         });
       }
     }
@@ -40,6 +43,35 @@ describe('route access declarations', () => {
     expect(all.length).toBeGreaterThanOrEqual(15);
     const undeclared = all.filter((r) => ![PUBLIC_KEY, ROLES_KEY, OPERATOR_KEY].some((key) => r.declares(key))).map((r) => r.route);
     expect(undeclared).toEqual([]);
+  });
+
+  it('finds no authenticated route that does not say what an API key needs: a scope, or a session', () => {
+    const undeclared = routes()
+      .filter((r) => !r.declares(PUBLIC_KEY) && !r.declares(SCOPE_KEY) && !r.declares(SESSION_ONLY_KEY))
+      .map((r) => r.route);
+    expect(undeclared).toEqual([]);
+    const unknownScopes = routes()
+      .filter((r) => r.declares(SCOPE_KEY) && !isScope(r.scope()))
+      .map((r) => `${r.route}: ${String(r.scope())}`);
+    expect(unknownScopes).toEqual([]);
+  });
+
+  it('keeps credentials, passwords and operator routes to signed-in users', () => {
+    const sessionOnly = routes()
+      .filter((r) => r.declares(SESSION_ONLY_KEY))
+      .map((r) => r.name);
+    expect(sessionOnly).toEqual(
+      expect.arrayContaining([
+        'AuthController.changePassword',
+        'AuthController.logout',
+        'PersonalKeysController.create',
+        'ServiceAccountsController.createKey',
+        'ServiceAccountsController.create',
+        'ApiKeysController.setPolicy',
+        'OrganizationsController.create',
+        'LicenseController.install',
+      ]),
+    );
   });
 
   it('keeps public only what must be public', () => {

@@ -1,11 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
+import { TriggerResponse } from '../../shared/auth/trigger.response';
 import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from './domain/execution';
-
-class TriggerResponse {
-  @ApiProperty({ enum: ['user', 'workflow_run'] }) type!: string;
-  @ApiProperty({ format: 'uuid' }) id!: string;
-}
 
 /** An execution as the API shows it (GET, and the data of agent.execution.* events). */
 export class ExecutionResponse {

@@ -7,7 +7,8 @@ import { OrganizationsModule } from '../organizations/organizations.module';
 import { UsersModule } from '../users/users.module';
 import { TierThrottlerGuard } from '../throttling/tier-throttler.guard';
 import { AuthController } from './api/auth.controller';
-import { JwtAuthGuard } from './api/jwt-auth.guard';
+import { AuthGuard } from './api/auth.guard';
+import { JwtStrategy } from './api/jwt.strategy';
 import { RolesGuard } from './api/roles.guard';
 import { SamlAcsGuard } from './api/saml-acs.guard';
 import { SamlController } from './api/saml.controller';
@@ -51,7 +52,8 @@ import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
     SamlAcsGuard,
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },
     { provide: SamlStore, useClass: TypeOrmSamlStore },
-    { provide: APP_GUARD, useClass: JwtAuthGuard },
+    JwtStrategy,
+    { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RolesGuard },
     // After the two above (global guards run in the order they are provided): counts per organization.
     { provide: APP_GUARD, useClass: TierThrottlerGuard },

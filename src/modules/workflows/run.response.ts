@@ -1,3 +1,4 @@
+import { TriggerResponse } from '../../shared/auth/trigger.response';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
 import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
@@ -28,11 +29,6 @@ export class StepRunResponse {
   }
 }
 
-class RunTriggerResponse {
-  @ApiProperty({ enum: ['user'] }) type!: string;
-  @ApiProperty({ format: 'uuid' }) id!: string;
-}
-
 /** A run as the API shows it (GET, and the data of workflow.run.* events, without steps). */
 export class RunResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -47,7 +43,7 @@ export class RunResponse {
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
   @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
-  @ApiProperty({ type: RunTriggerResponse }) triggeredBy!: RunTriggerResponse;
+  @ApiProperty({ type: TriggerResponse }) triggeredBy!: TriggerResponse;
 
   static of(run: Run, withSteps = true): RunResponse {
     return {

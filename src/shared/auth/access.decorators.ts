@@ -1,10 +1,13 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Principal, Role, ROLES } from './principal';
+import { Scope } from './scopes';
 
 export const PUBLIC_KEY = 'access:public';
 export const ROLES_KEY = 'access:roles';
 export const OPERATOR_KEY = 'access:operator';
 export const OPERATORS_TOO_KEY = 'access:operators-too';
+export const SCOPE_KEY = 'access:scope';
+export const SESSION_ONLY_KEY = 'access:session-only';
 
 /** No token needed (login, refresh, SAML endpoints, ops). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
@@ -20,6 +23,12 @@ export const OperatorOnly = () => SetMetadata(OPERATOR_KEY, true);
 
 /** These roles, and instance operators whatever their role. */
 export const RolesOrOperator = (...roles: Role[]) => applyDecorators(Roles(...roles), SetMetadata(OPERATORS_TOO_KEY, true));
+
+/** The API key scope the route needs (a key with scopes must hold it; sessions need none). */
+export const RequiresScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+
+/** Only a signed-in person (a session), never an API key: credentials, passwords, operator rights. */
+export const SessionOnly = () => SetMetadata(SESSION_ONLY_KEY, true);
 
 export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
   const request = ctx.switchToHttp().getRequest<{ principal?: Principal }>();

@@ -1,11 +1,41 @@
+import type { Scope } from './scopes';
+
 export const ROLES = ['admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** Who is calling: set on the request by the JWT guard, read by controllers. */
+/** How the caller proved who it is. */
+export type Credential =
+  /** A signed-in person's access token (JWT). */
+  | { type: 'session' }
+  /** An API key; `scopes` null: everything the role allows. */
+  | { type: 'api_key'; keyId: string; serviceAccountId: string | null; scopes: readonly Scope[] | null };
+
+/** Who is calling: set on the request by the auth guard, read by controllers. */
 export interface Principal {
+  /** The user, or the service account that holds the key. */
   userId: string;
   organizationId: string;
   role: Role;
+  /** Only through a session: API keys never carry operator rights. */
   isOperator: boolean;
+  /** The user's email; a service account's name. */
   email: string;
+  credential: Credential;
+}
+
+/** Who started something through the API. */
+export type ApiTrigger = { type: 'user'; id: string } | { type: 'api_key'; id: string; serviceAccountId?: string };
+
+/** What started an execution or a run, as its `triggeredBy` shows it. */
+export type Trigger = ApiTrigger | { type: 'workflow_run'; id: string };
+
+/** The trigger of something a caller starts through the API. */
+export function triggerOf(principal: Principal): ApiTrigger {
+  const { credential } = principal;
+  if (credential.type === 'session') return { type: 'user', id: principal.userId };
+  return {
+    type: 'api_key',
+    id: credential.keyId,
+    ...(credential.serviceAccountId ? { serviceAccountId: credential.serviceAccountId } : {}),
+  };
 }

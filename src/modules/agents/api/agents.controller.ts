@@ -10,8 +10,8 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
-import type { Principal } from '../../../shared/auth/principal';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
+import { type Principal, triggerOf } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
@@ -40,6 +40,7 @@ export class AgentsController {
   ) {}
 
   @Post()
+  @RequiresScope('agents:write')
   @Roles('admin')
   @ApiOperation({ summary: "Register an agent: a plugin's agent kind with its config" })
   @ApiCreatedResponse({ type: AgentResponse })
@@ -55,6 +56,7 @@ export class AgentsController {
   }
 
   @Get()
+  @RequiresScope('agents:read')
   @AnyRole()
   @ApiOperation({ summary: "The organization's agents, newest first" })
   @ApiOkResponse({ type: AgentPageResponse })
@@ -65,6 +67,7 @@ export class AgentsController {
   }
 
   @Get(':id')
+  @RequiresScope('agents:read')
   @AnyRole()
   @ApiOperation({ summary: 'One agent' })
   @ApiOkResponse({ type: AgentResponse })
@@ -74,6 +77,7 @@ export class AgentsController {
   }
 
   @Patch(':id')
+  @RequiresScope('agents:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Change an agent (its kind is fixed); executions already queued run with the new config' })
   @ApiOkResponse({ type: AgentResponse })
@@ -87,6 +91,7 @@ export class AgentsController {
   }
 
   @Delete(':id')
+  @RequiresScope('agents:write')
   @Roles('admin')
   @HttpCode(204)
   @ApiOperation({ summary: 'Remove an agent and its history; refused while workflows use it' })
@@ -97,6 +102,7 @@ export class AgentsController {
   }
 
   @Post(':id/execute')
+  @RequiresScope('agents:execute')
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({
@@ -120,13 +126,14 @@ export class AgentsController {
       input: body.input,
       waitSeconds: query.wait,
       idempotencyKey: parseIdempotencyKey(idempotencyKey),
-      triggeredBy: { type: 'user', id: caller.userId },
+      triggeredBy: triggerOf(caller),
     });
     if (!isFinished(execution)) res.status(202).location(`/api/agents/${id}/history/${execution.id}`);
     return ExecutionResponse.of(execution);
   }
 
   @Get(':id/history')
+  @RequiresScope('agents:read')
   @AnyRole()
   @ApiOperation({ summary: "The agent's executions, newest first" })
   @ApiOkResponse({ type: ExecutionPageResponse })
@@ -144,6 +151,7 @@ export class AgentsController {
   }
 
   @Get(':id/history/:executionId')
+  @RequiresScope('agents:read')
   @AnyRole()
   @ApiOperation({ summary: 'One execution, whole' })
   @ApiOkResponse({ type: ExecutionResponse })
@@ -157,6 +165,7 @@ export class AgentsController {
   }
 
   @Post(':id/history/:executionId/cancel')
+  @RequiresScope('agents:execute')
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({ summary: 'Cancel a queued or running execution; a running plugin call is aborted' })

@@ -27,7 +27,14 @@ const transactions = new TransactionHost<NoOpTransactionalAdapter>({
 
 const ORG = '00000000-0000-4000-8000-00000000000a';
 const OTHER_ORG = '00000000-0000-4000-8000-00000000000b';
-const caller: Principal = { userId: 'u1', organizationId: ORG, role: 'member', isOperator: false, email: 'ada@example.com' };
+const caller: Principal = {
+  userId: 'u1',
+  organizationId: ORG,
+  role: 'member',
+  isOperator: false,
+  email: 'ada@example.com',
+  credential: { type: 'session' },
+};
 const INPUT_SCHEMA = { type: 'object', required: ['text'], properties: { text: { type: 'string' } } };
 
 class FakeAgentsService implements Pick<AgentsService, 'get'> {

@@ -56,7 +56,9 @@ export class ExecutionsService {
   /** Queued or running -> canceled; a running plugin call is aborted through its signal. */
   async cancel(caller: Principal, agentId: string, id: string): Promise<Execution> {
     const agent = await this.agents.get(caller.organizationId, agentId);
-    const canceled = await this.jobs.cancel(() => this.executions.cancel(caller.organizationId, agentId, id, CANCELED), { kind: agent.kind });
+    const canceled = await this.jobs.cancel(() => this.executions.cancel(caller.organizationId, agentId, id, CANCELED), {
+      kind: agent.kind,
+    });
     if (!canceled) {
       const execution = await this.get(caller, agentId, id);
       throw new DomainError('NOT_CANCELABLE', `The execution is already ${execution.status} and cannot be canceled`);

@@ -7,11 +7,9 @@ export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 /** Statuses an execution can still leave; every status write is guarded on these in SQL. */
 export const UNFINISHED: readonly ExecutionStatus[] = ['queued', 'running'];
 
-/** Who started it: a user through the API, or a workflow run's step. */
-export interface Trigger {
-  type: 'user' | 'workflow_run';
-  id: string;
-}
+/** Who started it: a user or an API key through the API, or a workflow run's step. */
+import type { Trigger } from '../../../shared/auth/principal';
+export type { Trigger };
 
 export interface Execution {
   id: string;

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Patch, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { AnyRole, CurrentPrincipal, Public } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, Public, SessionOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors, ApiPublicErrors } from '../../../shared/http/api-errors.decorator';
 import { UsersService } from '../../users/application/users.service';
@@ -37,6 +37,7 @@ export class AuthController {
   }
 
   @Post('logout')
+  @SessionOnly()
   @AnyRole()
   @ApiBearerAuth()
   @HttpCode(204)
@@ -48,6 +49,7 @@ export class AuthController {
   }
 
   @Get('me')
+  @SessionOnly()
   @AnyRole()
   @ApiBearerAuth()
   @ApiOkResponse({ type: MeResponse })
@@ -57,6 +59,7 @@ export class AuthController {
   }
 
   @Patch('me/password')
+  @SessionOnly()
   @AnyRole()
   @ApiBearerAuth()
   @HttpCode(204)

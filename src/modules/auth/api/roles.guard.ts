@@ -1,12 +1,21 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { OPERATOR_KEY, OPERATORS_TOO_KEY, PUBLIC_KEY, ROLES_KEY } from '../../../shared/auth/access.decorators';
+import {
+  OPERATOR_KEY,
+  OPERATORS_TOO_KEY,
+  PUBLIC_KEY,
+  ROLES_KEY,
+  SCOPE_KEY,
+  SESSION_ONLY_KEY,
+} from '../../../shared/auth/access.decorators';
 import { Principal, Role } from '../../../shared/auth/principal';
+import { Scope } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
 
 /**
- * Global, after the JWT guard. Deny by default: a route that declares neither roles, the
- * operator flag nor @Public() is refused (and a test checks that none exists).
+ * Global, after the auth guard. Deny by default: a route that declares neither roles, the
+ * operator flag nor @Public() is refused (and a test checks that none exists). A caller with
+ * an API key is refused on @SessionOnly() routes, and a key with scopes needs the route's.
  */
 @Injectable()
 export class RolesGuard implements CanActivate {
@@ -17,6 +26,7 @@ export class RolesGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const principal = context.switchToHttp().getRequest<{ principal?: Principal }>().principal;
     if (!principal) throw new DomainError('UNAUTHORIZED', 'A bearer token is required');
+    this.checkKey(principal, targets);
     if (this.reflector.getAllAndOverride<boolean>(OPERATOR_KEY, targets)) {
       if (principal.isOperator) return true;
       throw new DomainError('FORBIDDEN', 'Only instance operators may do this');
@@ -25,5 +35,17 @@ export class RolesGuard implements CanActivate {
     if (roles?.includes(principal.role)) return true;
     if (principal.isOperator && this.reflector.getAllAndOverride<boolean>(OPERATORS_TOO_KEY, targets)) return true;
     throw new DomainError('FORBIDDEN', `The ${principal.role} role may not do this`);
+  }
+
+  private checkKey(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
+    const { credential } = principal;
+    if (credential.type !== 'api_key') return;
+    if (this.reflector.getAllAndOverride<boolean>(SESSION_ONLY_KEY, targets)) {
+      throw new DomainError('FORBIDDEN', 'Only a signed-in user may do this; API keys cannot');
+    }
+    if (!credential.scopes) return;
+    const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, targets);
+    if (!scope) throw new DomainError('FORBIDDEN', 'API keys with scopes cannot call this route');
+    if (!credential.scopes.includes(scope)) throw new DomainError('FORBIDDEN', `The API key lacks the scope '${scope}'`);
   }
 }

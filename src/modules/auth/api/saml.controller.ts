@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiConsumes, ApiFoundResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { CurrentPrincipal, Public, Roles } from '../../../shared/auth/access.decorators';
+import { CurrentPrincipal, Public, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors, ApiPublicErrors } from '../../../shared/http/api-errors.decorator';
 import { User } from '../../users/domain/user';
@@ -25,6 +25,7 @@ export class SamlController {
   ) {}
 
   @Get()
+  @RequiresScope('organization:read')
   @ApiBearerAuth()
   @Roles('admin')
   @ApiOperation({ summary: "The organization's SAML settings (enterprise tier)" })
@@ -35,6 +36,7 @@ export class SamlController {
   }
 
   @Put()
+  @RequiresScope('organization:write')
   @ApiBearerAuth()
   @Roles('admin')
   @ApiOperation({ summary: 'Set up SAML sign-in for the organization (enterprise tier); checked before it is saved' })
@@ -45,6 +47,7 @@ export class SamlController {
   }
 
   @Delete()
+  @RequiresScope('organization:write')
   @ApiBearerAuth()
   @Roles('admin')
   @HttpCode(204)

@@ -38,14 +38,19 @@ export class AccessTokens {
       if ((error as Error).name === 'TokenExpiredError') throw new DomainError('TOKEN_EXPIRED', 'The access token has expired');
       throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
     }
-    if (
-      typeof claims.exp !== 'number' ||
-      typeof claims.sub !== 'string' ||
-      typeof claims.org !== 'string' ||
-      typeof claims.ver !== 'number'
-    ) {
-      throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
-    }
-    return claims as AccessClaims;
+    return checkedClaims(claims);
   }
+}
+
+/** The claims every access token must carry, typed; anything else is not a token of ours. */
+export function checkedClaims(claims: Partial<AccessClaims>): AccessClaims {
+  if (
+    typeof claims.exp !== 'number' ||
+    typeof claims.sub !== 'string' ||
+    typeof claims.org !== 'string' ||
+    typeof claims.ver !== 'number'
+  ) {
+    throw new DomainError('UNAUTHORIZED', 'The access token is not valid');
+  }
+  return claims as AccessClaims;
 }

@@ -86,7 +86,14 @@ describe('AuthService', () => {
   }
 
   function principal(user: User): Principal {
-    return { userId: user.id, organizationId: user.organizationId, role: user.role, isOperator: user.isOperator, email: user.email };
+    return {
+      userId: user.id,
+      organizationId: user.organizationId,
+      role: user.role,
+      isOperator: user.isOperator,
+      email: user.email,
+      credential: { type: 'session' },
+    };
   }
 
   async function saveSso(patch: Partial<SamlSettings>) {

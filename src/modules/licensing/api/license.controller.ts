@@ -9,7 +9,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { IsString, MaxLength, MinLength } from 'class-validator';
-import { CurrentPrincipal, OperatorOnly, RolesOrOperator } from '../../../shared/auth/access.decorators';
+import { CurrentPrincipal, OperatorOnly, RequiresScope, RolesOrOperator, SessionOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { TIERS, Tier } from '../domain/tiers';
@@ -62,6 +62,7 @@ export class LicenseController {
   constructor(private readonly licensing: LicensingService) {}
 
   @Get()
+  @RequiresScope('organization:read')
   @RolesOrOperator('admin')
   @ApiOperation({ summary: "The installation's license (instance operators and admins)" })
   @ApiOkResponse({ type: LicenseResponse })
@@ -71,6 +72,7 @@ export class LicenseController {
   }
 
   @Put()
+  @SessionOnly()
   @OperatorOnly()
   @ApiOperation({ summary: 'Install a license key, verified offline (instance operators)' })
   @ApiOkResponse({ type: LicenseResponse })
@@ -81,6 +83,7 @@ export class LicenseController {
   }
 
   @Delete()
+  @SessionOnly()
   @OperatorOnly()
   @HttpCode(204)
   @ApiOperation({ summary: 'Remove the license: every organization falls back to starter (instance operators)' })

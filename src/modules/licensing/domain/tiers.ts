@@ -20,7 +20,7 @@ export const RATE_LIMIT_WINDOW_SECONDS = 60;
 export const TIER_FEATURES: Record<Tier, readonly string[]> = {
   starter: [],
   team: ['webhooks'],
-  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom'],
+  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom', 'api-keys.no-expiry'],
 };
 
 export function tierRank(tier: Tier): number {

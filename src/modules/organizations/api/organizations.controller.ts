@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, OperatorOnly } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, OperatorOnly, RequiresScope, SessionOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
@@ -22,6 +22,7 @@ export class OrganizationsController {
   constructor(private readonly organizations: OrganizationsService) {}
 
   @Get('current')
+  @RequiresScope('organization:read')
   @AnyRole()
   @ApiOperation({ summary: "The caller's organization" })
   @ApiOkResponse({ type: OrganizationResponse })
@@ -31,6 +32,7 @@ export class OrganizationsController {
   }
 
   @Get()
+  @SessionOnly()
   @OperatorOnly()
   @ApiOperation({ summary: 'All organizations (instance operators)' })
   @ApiOkResponse({ type: OrganizationPageResponse })
@@ -41,6 +43,7 @@ export class OrganizationsController {
   }
 
   @Get(':id')
+  @SessionOnly()
   @OperatorOnly()
   @ApiOperation({ summary: 'One organization (instance operators)' })
   @ApiOkResponse({ type: OrganizationResponse })
@@ -50,6 +53,7 @@ export class OrganizationsController {
   }
 
   @Patch(':id')
+  @SessionOnly()
   @OperatorOnly()
   @ApiOperation({ summary: "Rename an organization or assign its tier, up to the license's tier (instance operators)" })
   @ApiOkResponse({ type: OrganizationResponse })
@@ -59,6 +63,7 @@ export class OrganizationsController {
   }
 
   @Post()
+  @SessionOnly()
   @OperatorOnly()
   @ApiOperation({ summary: 'Create an organization with its first admin (instance operators)' })
   @ApiCreatedResponse({ type: CreatedOrganizationResponse })

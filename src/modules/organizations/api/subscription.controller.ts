@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Patch } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { IsInt, Max, Min } from 'class-validator';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { OrganizationsService } from '../application/organizations.service';
@@ -59,6 +59,7 @@ export class SubscriptionController {
   ) {}
 
   @Get()
+  @RequiresScope('organization:read')
   @AnyRole()
   @ApiOperation({ summary: "The organization's tier, rate limit, features, seats and license" })
   @ApiOkResponse({ type: SubscriptionResponse })
@@ -68,6 +69,7 @@ export class SubscriptionController {
   }
 
   @Patch()
+  @RequiresScope('organization:write')
   @Roles('admin')
   @ApiOperation({ summary: "Enterprise: set the organization's requests per minute, within the license" })
   @ApiOkResponse({ type: SubscriptionResponse })

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
@@ -27,6 +27,7 @@ export class PluginsController {
   ) {}
 
   @Get('plugins')
+  @RequiresScope('plugins:read')
   @AnyRole()
   @ApiOperation({ summary: "Plugins installed for the caller's organization" })
   @ApiOkResponse({ type: InstalledPluginPageResponse })
@@ -43,6 +44,7 @@ export class PluginsController {
   }
 
   @Get('plugin-catalog')
+  @RequiresScope('plugins:read')
   @AnyRole()
   @ApiOperation({ summary: 'Every plugin this installation ships, with whether it is installed' })
   @ApiOkResponse({ type: CatalogResponse })
@@ -53,6 +55,7 @@ export class PluginsController {
   }
 
   @Get('plugins/:slug')
+  @RequiresScope('plugins:read')
   @AnyRole()
   @ApiOperation({ summary: 'One installed plugin: what it provides and its config (secrets redacted)' })
   @ApiOkResponse({ type: InstalledPluginResponse })
@@ -63,6 +66,7 @@ export class PluginsController {
   }
 
   @Post('plugins/:slug/install')
+  @RequiresScope('plugins:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Install a plugin: 201 when installed now, 200 when already installed with the same config' })
   @ApiCreatedResponse({ type: InstalledPluginResponse })
@@ -80,6 +84,7 @@ export class PluginsController {
   }
 
   @Patch('plugins/:slug')
+  @RequiresScope('plugins:write')
   @Roles('admin')
   @ApiOperation({ summary: "Change an installed plugin's config" })
   @ApiOkResponse({ type: InstalledPluginResponse })
@@ -94,6 +99,7 @@ export class PluginsController {
   }
 
   @Delete('plugins/:slug')
+  @RequiresScope('plugins:write')
   @Roles('admin')
   @HttpCode(204)
   @ApiOperation({ summary: 'Uninstall; refused while agents or workflows use the plugin' })

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import { CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
@@ -18,6 +18,7 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Get()
+  @RequiresScope('users:read')
   @ApiOkResponse({ type: UserPageResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN')
   async list(@CurrentPrincipal() caller: Principal, @Query() query: PageQuery): Promise<UserPageResponse> {
@@ -26,6 +27,7 @@ export class UsersController {
   }
 
   @Post()
+  @RequiresScope('users:write')
   @ApiCreatedResponse({ type: UserResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'EMAIL_TAKEN')
   async create(
@@ -39,6 +41,7 @@ export class UsersController {
   }
 
   @Get(':id')
+  @RequiresScope('users:read')
   @ApiOkResponse({ type: UserResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
   async get(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<UserResponse> {
@@ -46,6 +49,7 @@ export class UsersController {
   }
 
   @Patch(':id')
+  @RequiresScope('users:write')
   @ApiOkResponse({ type: UserResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
   async update(
@@ -57,6 +61,7 @@ export class UsersController {
   }
 
   @Delete(':id')
+  @RequiresScope('users:write')
   @HttpCode(204)
   @ApiNoContentResponse()
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')

@@ -17,6 +17,8 @@ export interface UserProps {
    * access and refresh tokens carry the version they were issued at, and an older one is refused.
    */
   credentialsVersion: number;
+  /** Raised by a password change or disabling: the user's personal API keys issued before stop working. */
+  keysVersion: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -46,6 +48,7 @@ export class User {
       disabled: false,
       isOperator: input.isOperator ?? false,
       credentialsVersion: 0,
+      keysVersion: 0,
       createdAt: now,
       updatedAt: now,
     });
@@ -83,6 +86,9 @@ export class User {
   get credentialsVersion() {
     return this.props.credentialsVersion;
   }
+  get keysVersion() {
+    return this.props.keysVersion;
+  }
   get createdAt() {
     return this.props.createdAt;
   }
@@ -101,14 +107,19 @@ export class User {
     return this.props.lastName;
   }
 
-  /** A new password, a role change or disabling ends every session of the user. */
+  /**
+   * A new password, a role change or disabling ends every session of the user; a new password
+   * or disabling also revokes the user's personal API keys.
+   */
   change(patch: { role?: Role; disabled?: boolean; passwordHash?: string; firstName?: string | null; lastName?: string | null }): void {
     const endsSessions =
       patch.passwordHash !== undefined ||
       (patch.role !== undefined && patch.role !== this.props.role) ||
       (patch.disabled !== undefined && patch.disabled !== this.props.disabled);
+    const revokesKeys = patch.passwordHash !== undefined || (patch.disabled === true && !this.props.disabled);
     this.props = { ...this.props, ...definedOnly(patch), updatedAt: new Date() };
     if (endsSessions) this.endSessions();
+    if (revokesKeys) this.props = { ...this.props, keysVersion: this.props.keysVersion + 1 };
   }
 
   /** Every access and refresh token issued so far stops working. */

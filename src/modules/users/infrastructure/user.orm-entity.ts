@@ -15,6 +15,7 @@ export class UserRow {
   @Column('boolean', { default: false }) disabled!: boolean;
   @Column('boolean', { name: 'is_operator', default: false }) isOperator!: boolean;
   @Column('integer', { name: 'credentials_version', default: 0 }) credentialsVersion!: number;
+  @Column('integer', { name: 'keys_version', default: 0 }) keysVersion!: number;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
   @Column('timestamp with time zone', { name: 'updated_at', precision: 3 }) updatedAt!: Date;
 }

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
@@ -24,6 +24,7 @@ export class DeliveriesController {
   constructor(private readonly deliveries: DeliveriesService) {}
 
   @Get(':id/deliveries')
+  @RequiresScope('webhooks:read')
   @AnyRole()
   @ApiOperation({ summary: "The endpoint's messages, newest first (queued and running show as pending); kept 30 days" })
   @ApiOkResponse({ type: DeliveryPageResponse })
@@ -41,6 +42,7 @@ export class DeliveriesController {
   }
 
   @Get(':id/deliveries/:messageId')
+  @RequiresScope('webhooks:read')
   @AnyRole()
   @ApiOperation({ summary: 'One message with its payload and the log of its attempts' })
   @ApiOkResponse({ type: DeliveryDetailResponse })
@@ -54,6 +56,7 @@ export class DeliveriesController {
   }
 
   @Post(':id/deliveries/:messageId/redeliver')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @HttpCode(202)
   @ApiOperation({ summary: 'Send a finished message again, with the same webhook-id; 409 while it is pending or the endpoint is disabled' })
@@ -76,6 +79,7 @@ export class DeliveriesController {
   }
 
   @Post(':id/recover')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @HttpCode(202)
   @ApiOperation({ summary: 'Send again, in the background, every failed or skipped message created since a time (within 30 days)' })
@@ -91,6 +95,7 @@ export class DeliveriesController {
   }
 
   @Post(':id/test')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @HttpCode(200)
   @ApiOperation({

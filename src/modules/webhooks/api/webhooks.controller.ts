@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
@@ -26,6 +26,7 @@ export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
   @Post('webhooks')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Register a webhook endpoint (Team tier and up); the answer shows its signing secret, once' })
   @ApiCreatedResponse({ type: CreatedWebhookResponse })
@@ -41,6 +42,7 @@ export class WebhooksController {
   }
 
   @Get('webhooks')
+  @RequiresScope('webhooks:read')
   @AnyRole()
   @ApiOperation({ summary: "The organization's webhook endpoints, newest first" })
   @ApiOkResponse({ type: WebhookPageResponse })
@@ -51,6 +53,7 @@ export class WebhooksController {
   }
 
   @Get('webhooks/:id')
+  @RequiresScope('webhooks:read')
   @AnyRole()
   @ApiOperation({ summary: 'One webhook endpoint' })
   @ApiOkResponse({ type: WebhookResponse })
@@ -60,6 +63,7 @@ export class WebhooksController {
   }
 
   @Patch('webhooks/:id')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Change an endpoint; a new url is checked by the SSRF guard again' })
   @ApiOkResponse({ type: WebhookResponse })
@@ -73,6 +77,7 @@ export class WebhooksController {
   }
 
   @Delete('webhooks/:id')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @HttpCode(204)
   @ApiOperation({ summary: 'Remove an endpoint' })
@@ -83,6 +88,7 @@ export class WebhooksController {
   }
 
   @Post('webhooks/:id/rotate-secret')
+  @RequiresScope('webhooks:write')
   @Roles('admin')
   @HttpCode(200)
   @ApiOperation({ summary: 'A new signing secret, shown once; the previous one also signs during the grace window' })
@@ -97,6 +103,7 @@ export class WebhooksController {
   }
 
   @Get('webhook-event-types')
+  @RequiresScope('webhooks:read')
   @AnyRole()
   @ApiOperation({ summary: 'The event types an endpoint may subscribe to, each with the JSON Schema of its data and an example' })
   @ApiOkResponse({ type: EventTypeListResponse })

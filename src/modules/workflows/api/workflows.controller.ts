@@ -10,8 +10,8 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AnyRole, CurrentPrincipal, Roles } from '../../../shared/auth/access.decorators';
-import type { Principal } from '../../../shared/auth/principal';
+import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
+import { type Principal, triggerOf } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
@@ -41,6 +41,7 @@ export class WorkflowsController {
   ) {}
 
   @Post()
+  @RequiresScope('workflows:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Define a workflow; every problem of the definition is reported at once' })
   @ApiCreatedResponse({ type: WorkflowResponse })
@@ -56,6 +57,7 @@ export class WorkflowsController {
   }
 
   @Get()
+  @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: "The organization's workflows, newest first" })
   @ApiOkResponse({ type: WorkflowPageResponse })
@@ -66,6 +68,7 @@ export class WorkflowsController {
   }
 
   @Get(':id')
+  @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: 'One workflow at its current version' })
   @ApiOkResponse({ type: WorkflowResponse })
@@ -75,6 +78,7 @@ export class WorkflowsController {
   }
 
   @Put(':id')
+  @RequiresScope('workflows:write')
   @Roles('admin')
   @ApiOperation({ summary: 'Replace the definition: a new version; runs keep the version they started with' })
   @ApiOkResponse({ type: WorkflowResponse })
@@ -88,6 +92,7 @@ export class WorkflowsController {
   }
 
   @Get(':id/versions')
+  @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: "The workflow's versions, newest first" })
   @ApiOkResponse({ type: WorkflowVersionPageResponse })
@@ -102,6 +107,7 @@ export class WorkflowsController {
   }
 
   @Delete(':id')
+  @RequiresScope('workflows:write')
   @Roles('admin')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a workflow; its runs stay readable' })
@@ -112,6 +118,7 @@ export class WorkflowsController {
   }
 
   @Post(':id/run')
+  @RequiresScope('workflows:run')
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({
@@ -134,13 +141,14 @@ export class WorkflowsController {
       input: body.input,
       waitSeconds: query.wait,
       idempotencyKey: parseIdempotencyKey(idempotencyKey),
-      triggeredBy: { type: 'user', id: caller.userId },
+      triggeredBy: triggerOf(caller),
     });
     if (!isRunFinished(run)) res.status(202).location(`/api/workflows/${id}/runs/${run.id}`);
     return RunResponse.of(run);
   }
 
   @Get(':id/runs')
+  @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: "The workflow's runs, newest first (steps left out; get one run for them)" })
   @ApiOkResponse({ type: RunPageResponse })
@@ -158,6 +166,7 @@ export class WorkflowsController {
   }
 
   @Get(':id/runs/:runId')
+  @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: 'One run with its steps' })
   @ApiOkResponse({ type: RunResponse })
@@ -171,6 +180,7 @@ export class WorkflowsController {
   }
 
   @Post(':id/runs/:runId/cancel')
+  @RequiresScope('workflows:run')
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({ summary: 'Cancel a queued or running run; running steps are aborted' })

@@ -138,7 +138,14 @@ const ORG = 'org-1';
 const OTHER_ORG = 'org-2';
 
 function principal(organizationId = ORG): Principal {
-  return { userId: 'user-1', organizationId, role: 'member', isOperator: false, email: 'member@example.com' };
+  return {
+    userId: 'user-1',
+    organizationId,
+    role: 'member',
+    isOperator: false,
+    email: 'member@example.com',
+    credential: { type: 'session' },
+  };
 }
 
 async function domainError(work: Promise<unknown>): Promise<DomainError> {

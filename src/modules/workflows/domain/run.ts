@@ -1,3 +1,4 @@
+import type { ApiTrigger } from '../../../shared/auth/principal';
 import { Failure } from '../../../shared/jobs/outcome';
 import { StepDefinition } from './definition';
 
@@ -33,7 +34,7 @@ export interface Run {
   /** The run's bound, from its version. */
   timeoutMs: number;
   jobId: string | null;
-  triggeredBy: { type: 'user'; id: string };
+  triggeredBy: ApiTrigger;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;

@@ -1,0 +1,95 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { UserRepository } from '../../users/domain/user.repository';
+import { ApiKey } from '../domain/api-key';
+import { ApiKeyRepository, ServiceAccountRepository } from '../domain/api-key.repository';
+import { hashKey, parseKey } from '../domain/key-secret';
+
+/**
+ * How long a key found valid is trusted without reading it again. A revoke, an expiry or a
+ * disabled owner is refused on every instance within this, well inside the promised second.
+ */
+const TRUST_MS = 500;
+const MAX_TRUSTED = 10_000;
+const LAST_USED_EVERY_MS = 60_000;
+
+interface Trusted {
+  principal: Principal;
+  key: ApiKey;
+  until: number;
+}
+
+/** From a bearer token that is an API key to the principal it acts as, or 401. */
+@Injectable()
+export class ApiKeyAuthenticator {
+  private readonly logger = new Logger('ApiKeys');
+  private readonly trusted = new Map<string, Trusted>();
+
+  constructor(
+    private readonly keys: ApiKeyRepository,
+    private readonly accounts: ServiceAccountRepository,
+    private readonly users: UserRepository,
+  ) {}
+
+  async authenticate(token: string): Promise<Principal> {
+    // A wrong checksum is refused before anything is read.
+    if (!parseKey(token)) throw notValid();
+    const hash = hashKey(token);
+    const now = Date.now();
+    let trusted = this.trusted.get(hash);
+    if (!trusted || trusted.until < now) {
+      this.trusted.delete(hash);
+      trusted = await this.lookUp(hash, now);
+      if (this.trusted.size >= MAX_TRUSTED) this.trusted.clear();
+      this.trusted.set(hash, trusted);
+    }
+    const { expiresAt } = trusted.key.toProps();
+    if (expiresAt && expiresAt.getTime() <= now) throw new DomainError('UNAUTHORIZED', 'The API key has expired');
+    return trusted.principal;
+  }
+
+  private async lookUp(hash: string, now: number): Promise<Trusted> {
+    const found = await this.keys.findByHash(hash);
+    if (!found) throw notValid();
+    const { key } = found;
+    const props = key.toProps();
+    const principal = await this.principalOf(key);
+    if (!principal) throw notValid();
+    if (!props.lastUsedAt || now - props.lastUsedAt.getTime() >= LAST_USED_EVERY_MS) {
+      this.keys.touch(key.id).catch((error: Error) => this.logger.warn(`lastUsedAt of ${key.id} not updated: ${error.message}`));
+    }
+    return { principal, key, until: now + TRUST_MS };
+  }
+
+  /** The principal the key acts as: its owner now (role, status), narrowed by the key's scopes; null when the owner may not. */
+  private async principalOf(key: ApiKey): Promise<Principal | null> {
+    const { id, organizationId, owner, scopes, ownerVersion } = key.toProps();
+    if (owner.type === 'service_account') {
+      const account = await this.accounts.findById(owner.id);
+      if (!account || account.disabled || account.organizationId !== organizationId) return null;
+      return {
+        userId: account.id,
+        organizationId,
+        role: account.role,
+        isOperator: false,
+        email: account.name,
+        credential: { type: 'api_key', keyId: id, serviceAccountId: account.id, scopes },
+      };
+    }
+    const user = await this.users.findById(organizationId, owner.id);
+    if (!user?.canSignIn || user.keysVersion !== ownerVersion) return null;
+    return {
+      userId: user.id,
+      organizationId,
+      role: user.role,
+      isOperator: false,
+      email: user.email,
+      credential: { type: 'api_key', keyId: id, serviceAccountId: null, scopes },
+    };
+  }
+}
+
+function notValid(): DomainError {
+  return new DomainError('UNAUTHORIZED', 'The API key is not valid');
+}

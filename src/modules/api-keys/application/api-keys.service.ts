@@ -1,0 +1,143 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { Principal } from '../../../shared/auth/principal';
+import { Scope } from '../../../shared/auth/scopes';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { SubscriptionService } from '../../organizations/application/subscription.service';
+import { UserRepository } from '../../users/domain/user.repository';
+import { ApiKey, expiryOf, KeyOwner } from '../domain/api-key';
+import {
+  ApiKeyRepository,
+  KeyEvent,
+  KeyEventRepository,
+  KeyPolicyRepository,
+  ServiceAccountRepository,
+} from '../domain/api-key.repository';
+
+/** Unrevoked keys one user or service account may hold. */
+export const KEYS_PER_OWNER = 20;
+export const NO_EXPIRY_FEATURE = 'api-keys.no-expiry';
+
+export interface KeyRequest {
+  name: string;
+  scopes?: Scope[];
+  /** Omitted: the default lifetime; null: never (enterprise only). */
+  expiresAt?: Date | null;
+}
+
+/** A key with its secret: the answer of a create or a rotate, the only ones that show it. */
+export interface IssuedKey {
+  key: ApiKey;
+  secret: string;
+}
+
+/** Whose keys a request is about: a service account of the caller's organization, or the caller. */
+export type KeyHolder = { type: 'service_account'; id: string } | { type: 'me' };
+
+/**
+ * API keys of service accounts and of people: create (shown once), list, revoke, rotate with
+ * a grace window, the audit trail, and the organization's lifetime cap.
+ */
+@Injectable()
+export class ApiKeysService {
+  constructor(
+    private readonly keys: ApiKeyRepository,
+    private readonly accounts: ServiceAccountRepository,
+    private readonly events: KeyEventRepository,
+    private readonly policy: KeyPolicyRepository,
+    private readonly users: UserRepository,
+    private readonly subscription: SubscriptionService,
+  ) {}
+
+  @Transactional()
+  async create(caller: Principal, holder: KeyHolder, request: KeyRequest): Promise<IssuedKey> {
+    const { owner, ownerVersion } = await this.owner(caller, holder);
+    if (owner.type === 'user') await this.keys.revokeStale(owner.id, ownerVersion);
+    if ((await this.keys.countForCreate(owner)) >= KEYS_PER_OWNER) {
+      throw new DomainError('API_KEY_LIMIT_REACHED', `At most ${KEYS_PER_OWNER} API keys per holder; revoke one first`);
+    }
+    if (request.expiresAt === null) await this.subscription.assertFeature(caller.organizationId, NO_EXPIRY_FEATURE);
+    const expiresAt = expiryOf(request.expiresAt, await this.policy.maxLifetimeDays(caller.organizationId));
+    const issued = ApiKey.issue({
+      organizationId: caller.organizationId,
+      owner,
+      name: request.name,
+      scopes: request.scopes ?? null,
+      expiresAt,
+      ownerVersion,
+    });
+    await this.keys.insert(issued.key);
+    await this.record(caller, issued.key, 'created');
+    return { key: issued.key, secret: issued.secret };
+  }
+
+  async list(caller: Principal, holder: KeyHolder, page: PageRequest): Promise<Page<ApiKey>> {
+    const { owner } = await this.owner(caller, holder);
+    return this.keys.listOf(caller.organizationId, owner, page);
+  }
+
+  @Transactional()
+  async revoke(caller: Principal, holder: KeyHolder, keyId: string): Promise<void> {
+    const key = await this.require(caller, holder, keyId);
+    key.revoke();
+    await this.keys.update(key);
+    await this.record(caller, key, 'revoked');
+  }
+
+  @Transactional()
+  async rotate(caller: Principal, holder: KeyHolder, keyId: string, graceSeconds: number): Promise<IssuedKey> {
+    const key = await this.require(caller, holder, keyId);
+    const secret = key.rotate(graceSeconds);
+    await this.keys.update(key);
+    await this.record(caller, key, 'rotated');
+    return { key, secret };
+  }
+
+  /** Admins read every key's trail; others only their own personal keys' (others' are not found). */
+  async trail(caller: Principal, keyId: string): Promise<KeyEvent[]> {
+    const key = await this.keys.find(caller.organizationId, keyId);
+    const mine = key?.owner.type === 'user' && key.owner.id === caller.userId;
+    if (!key || (caller.role !== 'admin' && !mine)) throw new DomainError('API_KEY_NOT_FOUND', 'API key not found');
+    return this.events.listOf(key.id);
+  }
+
+  maxLifetimeDays(organizationId: string): Promise<number | null> {
+    return this.policy.maxLifetimeDays(organizationId);
+  }
+
+  async setMaxLifetimeDays(organizationId: string, days: number | null): Promise<number | null> {
+    await this.policy.setMaxLifetimeDays(organizationId, days);
+    return days;
+  }
+
+  private async require(caller: Principal, holder: KeyHolder, keyId: string): Promise<ApiKey> {
+    const { owner } = await this.owner(caller, holder);
+    const key = await this.keys.find(caller.organizationId, keyId);
+    if (!key || key.revoked || key.owner.type !== owner.type || key.owner.id !== owner.id) {
+      throw new DomainError('API_KEY_NOT_FOUND', 'API key not found');
+    }
+    return key;
+  }
+
+  private async owner(caller: Principal, holder: KeyHolder): Promise<{ owner: KeyOwner; ownerVersion: number }> {
+    if (holder.type === 'service_account') {
+      const account = await this.accounts.find(caller.organizationId, holder.id);
+      if (!account) throw new DomainError('SERVICE_ACCOUNT_NOT_FOUND', 'Service account not found');
+      return { owner: { type: 'service_account', id: account.id }, ownerVersion: 0 };
+    }
+    const user = await this.users.findById(caller.organizationId, caller.userId);
+    if (!user) throw new DomainError('USER_NOT_FOUND', 'User not found');
+    return { owner: { type: 'user', id: user.id }, ownerVersion: user.keysVersion };
+  }
+
+  private record(caller: Principal, key: ApiKey, type: KeyEvent['type']): Promise<void> {
+    return this.events.add({
+      keyId: key.id,
+      organizationId: key.organizationId,
+      type,
+      actor: { type: 'user', id: caller.userId },
+      at: new Date(),
+    });
+  }
+}

@@ -1,0 +1,50 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { Principal, Role } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { ServiceAccountRepository } from '../domain/api-key.repository';
+import { ServiceAccount } from '../domain/service-account';
+
+export const SERVICE_ACCOUNTS_PER_ORGANIZATION = 100;
+
+@Injectable()
+export class ServiceAccountsService {
+  constructor(private readonly accounts: ServiceAccountRepository) {}
+
+  @Transactional()
+  async create(caller: Principal, input: { name: string; role: Role }): Promise<ServiceAccount> {
+    if ((await this.accounts.countForCreate(caller.organizationId)) >= SERVICE_ACCOUNTS_PER_ORGANIZATION) {
+      throw new DomainError(
+        'SERVICE_ACCOUNT_LIMIT_REACHED',
+        `At most ${SERVICE_ACCOUNTS_PER_ORGANIZATION} service accounts per organization`,
+      );
+    }
+    const account = ServiceAccount.create({ organizationId: caller.organizationId, ...input });
+    await this.accounts.insert(account);
+    return account;
+  }
+
+  list(caller: Principal, page: PageRequest): Promise<Page<ServiceAccount>> {
+    return this.accounts.list(caller.organizationId, page);
+  }
+
+  async get(caller: Principal, id: string): Promise<ServiceAccount> {
+    const account = await this.accounts.find(caller.organizationId, id);
+    if (!account) throw new DomainError('SERVICE_ACCOUNT_NOT_FOUND', 'Service account not found');
+    return account;
+  }
+
+  async update(caller: Principal, id: string, patch: { name?: string; role?: Role; disabled?: boolean }): Promise<ServiceAccount> {
+    const account = await this.get(caller, id);
+    account.change(patch);
+    await this.accounts.update(account);
+    return account;
+  }
+
+  @Transactional()
+  async delete(caller: Principal, id: string): Promise<void> {
+    if (!(await this.accounts.delete(caller.organizationId, id)))
+      throw new DomainError('SERVICE_ACCOUNT_NOT_FOUND', 'Service account not found');
+  }
+}

@@ -1,0 +1,9 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+/** What started an execution or a run. */
+export class TriggerResponse {
+  @ApiProperty({ enum: ['user', 'api_key', 'workflow_run'] }) type!: string;
+  @ApiProperty({ format: 'uuid', description: 'The user, the API key or the workflow run' }) id!: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'The service account that holds the key (type api_key)' })
+  serviceAccountId?: string;
+}

@@ -1,10 +1,14 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { API_KEY_SCHEME } from './shared/auth/access.decorators';
 import { errorCatalogMarkdown } from './shared/errors/error-catalog';
 
 const DESCRIPTION = `REST API of the Platform: plugins, agents and workflows.
 
-Authenticate with \`POST /api/auth/login\` and send \`Authorization: Bearer <accessToken>\`.
+Authenticate with \`POST /api/auth/login\` and send \`Authorization: Bearer <accessToken>\`, or
+with an API key (\`Authorization: Bearer plat_…\`) of a service account or your own. A route
+that takes keys says so (security \`api-key\`) and names the scope a key with scopes needs
+(\`x-api-key-scope\`); the others need a signed-in user.
 
 Every error is \`{ "error": { "code", "message", "status" } }\` (validation errors add \`details\`).
 Lists take \`?limit=\` (1-100, default 20) and \`?cursor=\` and answer \`{ data, nextCursor }\`, newest first.
@@ -19,7 +23,16 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Platform API')
     .setDescription(DESCRIPTION)
     .setVersion('0.1.0')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /api/auth/login' })
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'plat_…',
+        description: 'An API key (`plat_sa_…` or `plat_pk_…`), shown once when created',
+      },
+      API_KEY_SCHEME,
+    )
     .build();
   return SwaggerModule.createDocument(app, config);
 }

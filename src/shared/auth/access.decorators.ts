@@ -1,8 +1,11 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiExtension, ApiSecurity } from '@nestjs/swagger';
 import { Principal, Role, ROLES } from './principal';
 import { Scope } from './scopes';
 
 export const PUBLIC_KEY = 'access:public';
+/** The OpenAPI security scheme of API keys (beside `bearer`, the access token). */
+export const API_KEY_SCHEME = 'api-key';
 export const ROLES_KEY = 'access:roles';
 export const OPERATOR_KEY = 'access:operator';
 export const OPERATORS_TOO_KEY = 'access:operators-too';
@@ -24,8 +27,12 @@ export const OperatorOnly = () => SetMetadata(OPERATOR_KEY, true);
 /** These roles, and instance operators whatever their role. */
 export const RolesOrOperator = (...roles: Role[]) => applyDecorators(Roles(...roles), SetMetadata(OPERATORS_TOO_KEY, true));
 
-/** The API key scope the route needs (a key with scopes must hold it; sessions need none). */
-export const RequiresScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+/**
+ * The API key scope the route needs (a key with scopes must hold it; sessions need none). The
+ * OpenAPI document lists API keys as a way in, and names the scope.
+ */
+export const RequiresScope = (scope: Scope) =>
+  applyDecorators(SetMetadata(SCOPE_KEY, scope), ApiSecurity(API_KEY_SCHEME), ApiExtension('x-api-key-scope', scope));
 
 /** Only a signed-in person (a session), never an API key: credentials, passwords, operator rights. */
 export const SessionOnly = () => SetMetadata(SESSION_ONLY_KEY, true);

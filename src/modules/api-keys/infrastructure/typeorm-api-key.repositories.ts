@@ -17,6 +17,7 @@ import {
 import { ServiceAccount } from '../domain/service-account';
 import { ApiKeyEventRow, ApiKeyPolicyRow, ApiKeyRow, ServiceAccountRow } from './api-key.orm-entities';
 
+@Injectable()
 abstract class TypeOrmRepository {
   constructor(protected readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 

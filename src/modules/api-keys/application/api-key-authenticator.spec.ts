@@ -156,7 +156,7 @@ describe('ApiKeyAuthenticator', () => {
     expect((await refusal(authenticator.authenticate(secret))).message).toBe('The API key is not valid');
     const expired = await issue({ type: 'service_account', id: account.id }, { expiresAt: new Date(Date.now() - 1) });
     account.change({ disabled: false });
-    expect((await refusal(authenticator.authenticate(expired.secret))).message).toBe('The API key has expired');
+    expect((await refusal(authenticator.authenticate(expired.secret))).message).toBe('The API key is not valid');
   });
 
   it("acts as a personal key's user with the user's role now, until the user's password changes", async () => {

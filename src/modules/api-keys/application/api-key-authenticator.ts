@@ -45,7 +45,8 @@ export class ApiKeyAuthenticator {
       this.trusted.set(hash, trusted);
     }
     const { expiresAt } = trusted.key.toProps();
-    if (expiresAt && expiresAt.getTime() <= now) throw new DomainError('UNAUTHORIZED', 'The API key has expired');
+    // The same answer as for an unknown key: a refusal says nothing of which keys exist.
+    if (expiresAt && expiresAt.getTime() <= now) throw notValid();
     return trusted.principal;
   }
 

@@ -9,7 +9,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { AgentsModule } from './modules/agents/agents.module';
-import { ApiKeysModule } from './modules/api-keys/api-keys.module';
+import { CredentialsModule } from './modules/credentials/credentials.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { LicensingModule } from './modules/licensing/licensing.module';
 import { OperationsModule } from './modules/operations/operations.module';
@@ -69,7 +69,7 @@ import { MetricsModule } from './shared/metrics/metrics.module';
     UsersModule,
     OrganizationsModule,
     AuthModule,
-    ApiKeysModule,
+    CredentialsModule,
     OperationsModule,
     PluginsModule,
     QueueModule,

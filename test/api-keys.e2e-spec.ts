@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
-import { ApiKeyRepository } from '../src/modules/api-keys/domain/api-key.repository';
+import { ApiKeyRepository } from '../src/modules/credentials/domain/api-key.repository';
 import { install, registerAgent } from './support/agents';
 import { checksumOf, DISPLAY_PREFIX_LENGTH, forgeKey, KEY_PATTERN, secretFormsOf, withCharacterChanged } from './support/api-keys';
 import { burst } from './support/bursts';

@@ -31,4 +31,4 @@ import {
     { provide: KeyPolicyRepository, useClass: TypeOrmKeyPolicyRepository },
   ],
 })
-export class ApiKeysModule {}
+export class CredentialsModule {}

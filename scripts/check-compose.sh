@@ -4,7 +4,8 @@
 #   2. no settings at all, .env.example copied unchanged, and each required secret left
 #      out in turn are refused, so nothing can start with a default secret;
 #   3. every variable of src/config/environment.ts is listed in .env.example and in
-#      docker-compose.yml.
+#      docker-compose.yml;
+#   4. only the proxy publishes ports, and it balances over every API replica.
 # Needs `docker-compose` (Debian: apt-get install -y docker-compose) or `docker compose`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,6 +96,32 @@ for var in "${variables[@]}"; do
 done
 if [ "$failures" -eq "$before" ]; then
   echo "ok: all ${#variables[@]} variables of src/config/environment.ts are in .env.example and docker-compose.yml"
+fi
+
+# 4. One entry point: no service but the proxy publishes a port (those of an optional profile,
+#    started by hand, aside), and the proxy balances over every API replica (api-1, api-2, ...).
+if env "${unset_args[@]}" "${compose[@]}" --env-file "$tmp/filled.env" -f docker-compose.yml config >"$tmp/config.yml" 2>"$tmp/out"; then
+  published=$(awk '
+    /^[^ ]/ { in_services = ($1 == "services:"); next }
+    in_services && /^  [^ ]/ { name = substr($1, 1, length($1) - 1) }
+    in_services && /^    ports:/ { ports[name] = 1 }
+    in_services && /^    profiles:/ { optional[name] = 1 }
+    END { for (name in ports) if (!(name in optional)) print name }' "$tmp/config.yml" | sort | xargs)
+  if [ "$published" = "proxy" ]; then
+    echo "ok: only the proxy publishes ports"
+  else
+    fail "only the proxy may publish ports; these do: ${published:-none}"
+  fi
+  replicas=$(grep -oE '^  api-[0-9]+:$' "$tmp/config.yml" | sed -E 's/^  (.*):$/\1:3000/' | sort | xargs)
+  upstreams=$(sed -nE "s/^ +API_UPSTREAMS: *['\"]?([^'\"]*)['\"]?$/\1/p" "$tmp/config.yml" | xargs -n1 | sort | xargs)
+  if [ -n "$replicas" ] && [ "$replicas" = "$upstreams" ]; then
+    echo "ok: the proxy's API_UPSTREAMS are the API replicas ($replicas)"
+  else
+    fail "the proxy's API_UPSTREAMS ($upstreams) must list every API replica service ($replicas)"
+  fi
+else
+  cat "$tmp/out" >&2
+  fail "docker-compose config failed with a filled-in .env.example"
 fi
 
 if [ "$failures" -ne 0 ]; then

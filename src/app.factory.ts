@@ -5,6 +5,7 @@ import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { Metrics } from './shared/metrics/metrics';
+import { ShutdownDrain } from './modules/operations/shutdown-drain';
 import { setupOpenApi } from './openapi.document';
 import { envelope } from './shared/errors/error-envelope';
 import { jsonBody, requestId } from './shared/http/request-body';
@@ -17,6 +18,7 @@ function workerOnly(req: Request, res: Response, next: NextFunction): void {
 /**
  * Everything main.ts and the e2e tests share: the middleware chain in order, the logger and
  * the API docs. The app must be created with `bodyParser: false`; this installs our own.
+ * Signals are main.ts's: it drains before it closes the app.
  */
 export function configureApp<T extends INestApplication>(app: T): T {
   const config = app.get(AppConfig);
@@ -26,11 +28,11 @@ export function configureApp<T extends INestApplication>(app: T): T {
   express.disable('x-powered-by');
   app.use(requestId());
   app.use(app.get(Metrics).middleware());
+  app.use(app.get(ShutdownDrain).middleware());
   app.use(helmet());
   // A worker process serves health and metrics only; everything else is not there.
   if (!config.runsApi) app.use(workerOnly);
   for (const handler of jsonBody(config.http.bodyLimitBytes)) app.use(handler);
-  app.enableShutdownHooks();
   if (config.runsApi) setupOpenApi(app);
   return app;
 }

@@ -12,7 +12,15 @@ export type AppRole = 'api' | 'worker' | 'all';
  */
 export class AppConfig {
   readonly production: boolean;
-  readonly http: { port: number; host: string; trustProxy: false | number | string[]; bodyLimitBytes: number; shutdownGraceMs: number };
+  readonly http: {
+    port: number;
+    host: string;
+    trustProxy: false | number | string[];
+    bodyLimitBytes: number;
+    shutdownGraceMs: number;
+    /** The first part of the grace period, on API processes: readiness off, requests still served. */
+    shutdownDrainMs: number;
+  };
   readonly role: AppRole;
   /** Job-fetching loops per worker process; each takes a batch of jobs at a time. */
   readonly workerConcurrency: number;
@@ -57,6 +65,7 @@ export class AppConfig {
       trustProxy: parseTrustProxy(env.TRUST_PROXY),
       bodyLimitBytes: 1024 * 1024,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+      shutdownDrainMs: env.SHUTDOWN_DRAIN_MS,
     };
     this.role = env.APP_ROLE as AppRole;
     this.workerConcurrency = env.WORKER_CONCURRENCY;

@@ -41,6 +41,13 @@ describe('parseEnvironment', () => {
     expect(parseEnvironment({ SAML_ENFORCED: 'true', PORT: '8080' })).toMatchObject({ SAML_ENFORCED: true, PORT: 8080 });
   });
 
+  it('keeps the shutdown drain inside the grace period', () => {
+    expect(parseEnvironment({})).toMatchObject({ SHUTDOWN_DRAIN_MS: 5000, SHUTDOWN_GRACE_MS: 10000 });
+    expect(parseEnvironment({ SHUTDOWN_DRAIN_MS: '0', SHUTDOWN_GRACE_MS: '1000' }).SHUTDOWN_DRAIN_MS).toBe(0);
+    expect(() => parseEnvironment({ SHUTDOWN_GRACE_MS: '5000' })).toThrow(/SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS/);
+    expect(() => parseEnvironment({ SHUTDOWN_DRAIN_MS: '-1' })).toThrow(/SHUTDOWN_DRAIN_MS/);
+  });
+
   it('takes TRUST_PROXY as a hop count or addresses, and refuses true with the way out', () => {
     expect(parseTrustProxy('1')).toBe(1);
     expect(parseTrustProxy('false')).toBe(false);

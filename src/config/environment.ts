@@ -120,6 +120,14 @@ export class Environment {
   @Min(0)
   SHUTDOWN_GRACE_MS = 10000;
 
+  /**
+   * The first part of that grace period on an API process: /health/ready answers 503 so load
+   * balancers stop sending, while requests that still come are served. Less than SHUTDOWN_GRACE_MS.
+   */
+  @IsInt()
+  @Min(0)
+  SHUTDOWN_DRAIN_MS = 5000;
+
   @IsInt()
   @Min(1)
   @Max(64)
@@ -196,6 +204,7 @@ const NUMERIC = new Set([
   'LOGIN_LIMIT_PER_EMAIL',
   'LOGIN_LIMIT_WINDOW_SECONDS',
   'SHUTDOWN_GRACE_MS',
+  'SHUTDOWN_DRAIN_MS',
   'WORKER_CONCURRENCY',
   'EXPRESSION_THREADS',
   'EXPRESSION_HEAP_MB',
@@ -234,6 +243,9 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
     if (!parsed.SECRETS_KEY) problems.push('SECRETS_KEY (32 bytes, hex or base64) is required when NODE_ENV=production');
     if (parsed.EXPRESSION_SANDBOX === 'inline')
       problems.push('EXPRESSION_SANDBOX=inline (for benchmarks) is refused when NODE_ENV=production');
+  }
+  if (parsed.SHUTDOWN_DRAIN_MS >= parsed.SHUTDOWN_GRACE_MS) {
+    problems.push('SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS: the drain is the first part of the grace period');
   }
   const trustProblem = trustProxyProblem(String(parsed.TRUST_PROXY));
   if (trustProblem) problems.push(trustProblem);

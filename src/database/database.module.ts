@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
 import { EmbeddedPostgres } from './embedded-postgres';
 import { runMigrationsLocked } from './migrator';
+import { PoolMetrics } from './pool-metrics';
 
 const EMBEDDED = Symbol('EmbeddedPostgres');
 
@@ -79,6 +80,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
       },
     },
     DatabaseLifecycle,
+    PoolMetrics,
   ],
   exports: [DataSource, DatabaseConnection],
 })

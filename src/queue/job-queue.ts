@@ -88,17 +88,36 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     // pg-boss reports connection trouble as events; an unheard 'error' would end the process.
     this.boss.on('error', (error) => this.logger.warn(`Queue error: ${error.message}`));
     this.boss.on('warning', (warning) => this.logger.debug(`Queue warning: ${warning.message}`));
-    const queues = this.definitions;
-    const depth = (name: string) => this.depth(name);
+    // One statement per scrape gives both gauges: their collects start together and share it.
+    let snapshot: Promise<QueueSnapshot[]> | null = null;
+    const read = () =>
+      (snapshot ??= this.snapshot()
+        .catch(() => [])
+        .finally(() => (snapshot = null)));
+    const queues = () => [...this.definitions.keys()];
     new Gauge({
       name: 'job_queue_depth',
       help: 'Jobs in the durable queue by state (created = waiting, retry = waiting to retry, active = held by a worker)',
       labelNames: ['queue', 'state'],
       registers: [metrics.registry],
       async collect() {
-        for (const name of queues.keys()) {
-          const counts = await depth(name).catch(() => ({}) as Record<string, number>);
-          for (const state of ['created', 'retry', 'active']) this.set({ queue: name, state }, counts[state] ?? 0);
+        const rows = await read();
+        for (const queue of queues()) {
+          for (const state of ['created', 'retry', 'active']) {
+            this.set({ queue, state }, rows.find((r) => r.queue === queue && r.state === state)?.count ?? 0);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'job_queue_age_seconds',
+      help: 'Seconds the longest-waiting due job of the queue (created or to retry, its start time passed, not yet taken by a worker) has waited; 0 when none waits',
+      labelNames: ['queue'],
+      registers: [metrics.registry],
+      async collect() {
+        const rows = await read();
+        for (const queue of queues()) {
+          this.set({ queue }, Math.max(0, ...rows.filter((r) => r.queue === queue).map((r) => r.waitedSeconds)));
         }
       },
     });
@@ -192,13 +211,20 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     return new Set(rows.map((r) => r.id));
   }
 
-  /** Jobs by state (`created`, `retry`, `active`), for the queue-depth gauge. */
-  async depth(name: string): Promise<Record<string, number>> {
-    const rows = await this.txHost.tx.query<Array<{ state: string; count: string }>>(
-      `SELECT state, count(*) AS count FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active') GROUP BY state`,
-      [name],
+  /**
+   * Per registered queue and live state: how many jobs, and how long the one waiting longest
+   * since its start time (due, not yet taken) has waited. One statement, for the gauges.
+   */
+  private async snapshot(): Promise<QueueSnapshot[]> {
+    const rows = await this.txHost.tx.query<Array<{ name: string; state: string; count: string; waited: string | null }>>(
+      `SELECT name, state, count(*) AS count,
+              extract(epoch FROM now() - min(start_after) FILTER (WHERE state IN ('created', 'retry') AND start_after <= now())) AS waited
+         FROM ${QUEUE_SCHEMA}.job
+        WHERE name = ANY($1) AND state IN ('created', 'retry', 'active')
+        GROUP BY name, state`,
+      [[...this.definitions.keys()]],
     );
-    return Object.fromEntries(rows.map((r) => [r.state, Number(r.count)]));
+    return rows.map((r) => ({ queue: r.name, state: r.state, count: Number(r.count), waitedSeconds: Number(r.waited ?? 0) }));
   }
 
   /** pg-boss statements run through the current TypeORM transaction, so they commit with it. */
@@ -246,6 +272,13 @@ async function rowsOf(runner: QueryRunner, text: string, values?: unknown[]): Pr
   const client = (await runner.connect()) as { query(text: string, values?: unknown[]): Promise<PgResult | PgResult[]> };
   const result = await client.query(text, values);
   return { rows: Array.isArray(result) ? result.flatMap((r) => r.rows ?? []) : (result.rows ?? []) };
+}
+
+interface QueueSnapshot {
+  queue: string;
+  state: string;
+  count: number;
+  waitedSeconds: number;
 }
 
 interface PgResult {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options';
 import { runMigrationsLocked } from '../../src/database/migrator';
+import { eventually } from '../support/eventually';
 
 /**
  * Needs a Postgres server: advisory locks are what this checks, and embedded PGlite shares
@@ -40,4 +41,50 @@ describe('migrations at start', () => {
       await Promise.all(instances.map((ds) => ds.destroy()));
     }
   });
+
+  it('lets a CREATE INDEX CONCURRENTLY migration finish while another instance waits for the lock', async () => {
+    // The instance waiting for the lock must hold no snapshot meanwhile: the index build waits
+    // for every snapshot older than itself, and this one would wait for the build.
+    const waiting = new DataSource({ ...dataSourceOptions(url(), 2), migrations: [] });
+    let second: Promise<void> | undefined;
+    class Table1900000000000 implements MigrationInterface {
+      async up(runner: QueryRunner) {
+        await runner.query(`CREATE TABLE "cic_probe" ("n" integer NOT NULL)`);
+        await runner.query(`INSERT INTO "cic_probe" SELECT generate_series(1, 1000)`);
+      }
+      async down() {}
+    }
+    class Index1900000000001 implements MigrationInterface {
+      transaction = false;
+      async up(runner: QueryRunner) {
+        second = runMigrationsLocked(waiting);
+        await eventually(
+          async () =>
+            (
+              await runner.query(
+                `SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE '%advisory_lock%' AND query NOT LIKE '%pg_stat_activity%'`,
+              )
+            ).length > 0,
+          { timeoutMs: 10_000, intervalMs: 20, message: 'the second instance asking for the lock' },
+        );
+        await runner.query(`CREATE INDEX CONCURRENTLY "cic_probe_n_idx" ON "cic_probe" ("n")`);
+      }
+      async down() {}
+    }
+    const first = new DataSource({ ...dataSourceOptions(url(), 2), migrations: [Table1900000000000, Index1900000000001] });
+    await Promise.all([first.initialize(), waiting.initialize()]);
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('stuck'), 15_000)));
+      const done = runMigrationsLocked(first)
+        .then(() => second)
+        .then(() => 'done');
+      expect(await Promise.race([done, stuck])).toBe('done');
+      clearTimeout(timer);
+      const [index] = await first.query(`SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = '"cic_probe_n_idx"'::regclass`);
+      expect(index).toEqual({ indisvalid: true });
+    } finally {
+      await Promise.all([first.destroy(), waiting.destroy()]);
+    }
+  }, 30_000);
 });

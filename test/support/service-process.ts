@@ -26,9 +26,14 @@ export interface StartServiceOptions {
    * Without it stdout is ignored and stderr inherited, as before.
    */
   captureOutput?: boolean;
+  /** The port to listen on (a restart on the same port, behind a proxy); default a free one. */
+  port?: number;
+  /** The command line to run instead of the service's own (`[node, ...args]`), e.g. wrapped in a network namespace. */
+  wrap?: (command: string[]) => string[];
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on loopback right now. */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -41,9 +46,14 @@ async function freePort(): Promise<number> {
  * answers 200. Used to run real worker processes beside the test's API, and to kill them.
  */
 export async function startService(env: Record<string, string>, options: number | StartServiceOptions = {}): Promise<ServiceProcess> {
-  const { readyTimeoutMs = 60_000, captureOutput = false } = typeof options === 'number' ? { readyTimeoutMs: options } : options;
-  const port = await freePort();
-  const child = spawn(process.execPath, ['-r', 'ts-node/register', join(__dirname, '../../src/main.ts')], {
+  const {
+    readyTimeoutMs = 60_000,
+    captureOutput = false,
+    port = await freePort(),
+    wrap = (command: string[]) => command,
+  } = typeof options === 'number' ? { readyTimeoutMs: options } : options;
+  const [file, ...args] = wrap([process.execPath, '-r', 'ts-node/register', join(__dirname, '../../src/main.ts')]);
+  const child = spawn(file, args, {
     cwd: join(__dirname, '../..'),
     env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1', LOG_LEVEL: 'error', ...env, PORT: String(port) },
     stdio: captureOutput ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'ignore', 'inherit'],

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { LicenseController } from './api/license.controller';
+import { LicenseMetrics } from './application/license-metrics';
 import { LicenseVerifier } from './application/license-verifier';
 import { LicensingService } from './application/licensing.service';
 import { LicenseRepository } from './domain/license.repository';
@@ -12,7 +13,7 @@ import { TypeOrmLicenseRepository } from './infrastructure/typeorm-license.repos
 @Global()
 @Module({
   controllers: [LicenseController],
-  providers: [LicenseVerifier, LicensingService, { provide: LicenseRepository, useClass: TypeOrmLicenseRepository }],
+  providers: [LicenseVerifier, LicensingService, LicenseMetrics, { provide: LicenseRepository, useClass: TypeOrmLicenseRepository }],
   exports: [LicensingService, LicenseVerifier],
 })
 export class LicensingModule {}

@@ -10,6 +10,7 @@ import { AppConfig } from '../../config/app-config';
 import { DomainError } from '../../shared/errors/domain-error';
 import type { Response } from 'express';
 import { Metrics } from '../../shared/metrics/metrics';
+import { ShutdownDrain } from './shutdown-drain';
 
 const READY_TIMEOUT_MS = 2000;
 
@@ -24,6 +25,7 @@ export class OperationsController {
     private readonly metrics: Metrics,
     private readonly queue: JobQueue,
     private readonly config: AppConfig,
+    private readonly drain: ShutdownDrain,
   ) {}
 
   @Get('health/live')
@@ -34,9 +36,11 @@ export class OperationsController {
 
   @Get('health/ready')
   @HealthCheck()
-  @ApiOkResponse({ description: 'The database answers and the job queue is running' })
+  @ApiOkResponse({ description: 'The database answers, the job queue is running and the process is not shutting down' })
   @ApiPublicErrors()
   ready(): Promise<HealthCheckResult> {
+    // Draining: load balancers must send elsewhere, whatever the database says.
+    if (this.drain.draining) throw new DomainError('SERVICE_UNAVAILABLE', 'Shutting down: send new requests to another replica');
     return this.health.check([() => this.database(), () => this.jobQueue()]);
   }
 

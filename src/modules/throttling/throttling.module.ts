@@ -56,12 +56,13 @@ class RedisConnection implements OnApplicationShutdown {
       provide: ThrottlerStorage,
       inject: [RedisConnection, Metrics],
       useFactory: (redis: RedisConnection, metrics: Metrics) => {
-        if (!redis.client) return new ThrottlerStorageService();
+        // Registered without Redis too (it stays 0), so dashboards find the series either way.
         const failures = new Counter({
           name: 'rate_limit_storage_errors_total',
           help: 'Rate-limit counter updates that failed (Redis unreachable or slow); those requests passed uncounted',
           registers: [metrics.registry],
         });
+        if (!redis.client) return new ThrottlerStorageService();
         return new FailOpenStorage(new RedisCounters(redis.client), failures);
       },
     },

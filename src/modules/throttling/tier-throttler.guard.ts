@@ -1,9 +1,11 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { InjectThrottlerStorage, ThrottlerStorage } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
+import { Counter } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
 import { Principal } from '../../shared/auth/principal';
 import { DomainError } from '../../shared/errors/domain-error';
+import { Metrics } from '../../shared/metrics/metrics';
 import { SubscriptionService } from '../organizations/application/subscription.service';
 
 /**
@@ -16,11 +18,22 @@ import { SubscriptionService } from '../organizations/application/subscription.s
  */
 @Injectable()
 export class TierThrottlerGuard implements CanActivate {
+  /** Labelled by organization id: bounded by the organizations of one installation. */
+  private readonly refusals: Counter<'organization'>;
+
   constructor(
     @InjectThrottlerStorage() private readonly storage: ThrottlerStorage,
     private readonly subscriptions: SubscriptionService,
     private readonly config: AppConfig,
-  ) {}
+    metrics: Metrics,
+  ) {
+    this.refusals = new Counter({
+      name: 'rate_limit_refusals_total',
+      help: "Requests refused with 429 because the organization's tier rate limit was reached, by organization id",
+      labelNames: ['organization'],
+      registers: [metrics.registry],
+    });
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
@@ -39,6 +52,7 @@ export class TierThrottlerGuard implements CanActivate {
       'X-RateLimit-Reset': String(reset),
     });
     if (record.totalHits > limit) {
+      this.refusals.inc({ organization: principal.organizationId });
       throw new DomainError(
         'RATE_LIMIT_EXCEEDED',
         `The ${tier} tier allows ${limit} requests per ${windowSeconds} s for the organization; retry in ${reset} s`,

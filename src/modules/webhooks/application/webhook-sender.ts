@@ -40,6 +40,7 @@ export class WebhookSender implements OnModuleInit {
   /** Attempts logged in the same turn are written with one statement. */
   private readonly attemptLog: Coalescer<DeliveryAttempt, undefined>;
   private readonly lag: Histogram<'type'>;
+  private readonly disabled: Counter<'reason'>;
 
   constructor(
     private readonly deliveries: DeliveryJobs,
@@ -68,6 +69,14 @@ export class WebhookSender implements OnModuleInit {
       buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 3600, 86_400],
       registers: [metrics.registry],
     });
+    this.disabled = new Counter({
+      name: 'webhook_endpoints_disabled_total',
+      help: 'Endpoints this process disabled on its own (gone: the receiver answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER_DAYS)',
+      labelNames: ['reason'],
+      registers: [metrics.registry],
+    });
+    // Both series from the start, so increase() sees the first disable too.
+    for (const reason of ['gone', 'failing']) this.disabled.inc({ reason }, 0);
     const pending = () => this.messages.pendingByState();
     new Gauge({
       name: 'webhook_messages_pending',
@@ -103,13 +112,13 @@ export class WebhookSender implements OnModuleInit {
       message: attempt.statusCode !== null ? `The receiver answered ${attempt.statusCode}` : (attempt.error ?? 'The request failed'),
     };
     if (attempt.statusCode === 410) {
-      await this.disable(endpoint, 'The receiver answered 410 Gone');
+      await this.disable(endpoint, 'gone', 'The receiver answered 410 Gone');
       return { status: 'failed', error };
     }
     const failingSince = await this.endpoints.markFailing(endpoint.id);
     const { disableAfterDays } = this.config.webhooks;
     if (failingSince && Date.now() - failingSince.getTime() >= disableAfterDays * DAY_MS) {
-      await this.disable(endpoint, `Every delivery failed for ${disableAfterDays} days`);
+      await this.disable(endpoint, 'failing', `Every delivery failed for ${disableAfterDays} days`);
       return { status: 'failed', error };
     }
     const delay = nextAttemptDelay(message.attempts, attempt.retryAfterMs);
@@ -189,9 +198,11 @@ export class WebhookSender implements OnModuleInit {
   }
 
   /** Disables the endpoint and tells the organization's endpoints, in one transaction. */
-  private async disable(endpoint: WebhookEndpoint, reason: string): Promise<void> {
+  private async disable(endpoint: WebhookEndpoint, cause: 'gone' | 'failing', reason: string): Promise<void> {
     const disabled = await this.disableInTransaction(endpoint, reason);
-    if (disabled) this.outbox.committed();
+    if (!disabled) return;
+    this.disabled.inc({ reason: cause });
+    this.outbox.committed();
   }
 
   @Transactional()

@@ -1,0 +1,419 @@
+import { createHash, randomUUID } from 'node:crypto';
+import argon2 from 'argon2';
+import { SecretBox } from '../../src/shared/crypto/secret-box';
+import { jsonHash } from '../../src/shared/json/canonical-json';
+import { newKeySecret } from '../../src/modules/credentials/domain/key-secret';
+import { newSigningSecret } from '../../src/modules/webhooks/domain/signature';
+
+/** A row as the current schema has it: column name -> value (jsonb columns as JS values). */
+export type Row = Record<string, unknown>;
+
+export interface FixtureInput {
+  secretsKey: Buffer;
+  /** The remote agent the http plugin's installation may send its secret to. */
+  remoteUrl: string;
+  /** Where the webhook endpoint delivers. */
+  receiverUrl: string;
+  licenseKey: string;
+  idpCertificate: string;
+  password: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * One installation's data in every table, written as the service writes it: secrets sealed
+ * with SecretBox and the associated data each repository binds them to, token and key hashes,
+ * argon2 password hashes. Each row holds every column of the current schema, with the value
+ * it must have after the upgrade: a column that a pending migration adds must show that
+ * migration's default here. Tables are in insertion order (foreign keys).
+ */
+export async function upgradeFixture(input: FixtureInput) {
+  const box = new SecretBox(input.secretsKey);
+  const now = Date.now();
+  const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+  const ahead = (days: number) => new Date(now + days * 86_400_000).toISOString();
+  const id = () => randomUUID();
+
+  const acme = id();
+  const globex = id();
+  const [admin, member, viewer, globexAdmin] = [id(), id(), id(), id()];
+  const passwordHash = await argon2.hash(input.password, { type: argon2.argon2id });
+  const refreshToken = 'rt_upgrade-fixture-refresh-token-that-is-still-valid';
+  const [httpInstallation, transformInstallation] = [id(), id()];
+  const httpSecret = 'Bearer upgrade-fixture-remote-secret';
+  const [httpAgent, upperAgent] = [id(), id()];
+  const [upperExecution, failedExecution, stepExecution] = [id(), id(), id()];
+  const [workflow, run] = [id(), id()];
+  const [endpoint, message] = [id(), id()];
+  const signingSecret = newSigningSecret();
+  const [serviceAccount, serviceKeyId, personalKeyId] = [id(), id(), id()];
+  const serviceKey = newKeySecret('service_account');
+  const personalKey = newKeySecret('personal');
+  const user = { id: admin, type: 'user' };
+  const upperDefinition = {
+    name: 'shout',
+    description: 'Upper-cases the text',
+    steps: [{ id: 'upper', agent: upperAgent, input: 'input' }],
+  };
+  const samlSettings = {
+    idpEntityId: 'https://idp.acme.test/entity',
+    idpSsoUrl: 'https://idp.acme.test/sso',
+    idpCertificates: [input.idpCertificate],
+    attributes: { email: 'email', firstName: 'firstName', lastName: 'lastName', groups: 'groups' },
+    roleMappings: [{ group: 'platform-admins', role: 'admin' }],
+    defaultRole: 'viewer',
+    wantResponseSigned: false,
+    allowedRedirects: ['https://app.acme.test/'],
+    enabled: true,
+    enforced: false,
+  };
+
+  const tables: Array<[string, Row[]]> = [
+    [
+      'organizations',
+      [
+        {
+          id: acme,
+          slug: 'acme',
+          name: 'Acme Corp',
+          tier: 'enterprise',
+          rate_limit_per_minute: 1200,
+          seat_quota: 25,
+          created_at: at(9000),
+        },
+        {
+          id: globex,
+          slug: 'globex',
+          name: 'Globex',
+          tier: 'starter',
+          rate_limit_per_minute: null,
+          seat_quota: null,
+          created_at: at(8000),
+        },
+      ],
+    ],
+    [
+      'users',
+      [
+        [admin, acme, 'ada@acme.test', 'admin', false, true, 'Ada', 'Lovelace', 0],
+        [member, acme, 'max@acme.test', 'member', false, false, 'Max', null, 3],
+        [viewer, acme, 'vic@acme.test', 'viewer', true, false, null, null, 1],
+        [globexAdmin, globex, 'hank@globex.test', 'admin', false, false, 'Hank', 'Scorpio', 0],
+      ].map(([uid, org, email, role, disabled, isOperator, first, last, credentials], i) => ({
+        id: uid,
+        organization_id: org,
+        email,
+        password_hash: passwordHash,
+        role,
+        disabled,
+        is_operator: isOperator,
+        first_name: first,
+        last_name: last,
+        credentials_version: credentials,
+        keys_version: 0,
+        created_at: at(7000 - i),
+        updated_at: at(100 + i),
+      })),
+    ],
+    [
+      'refresh_tokens',
+      [
+        { used: null, revoked: null, hash: sha256(refreshToken) },
+        { used: at(300), revoked: null, hash: sha256('rt_used') },
+        { used: null, revoked: at(200), hash: sha256('rt_revoked') },
+      ].map((token, i) => ({
+        id: id(),
+        user_id: admin,
+        organization_id: acme,
+        family_id: id(),
+        credentials_version: 0,
+        token_hash: token.hash,
+        expires_at: ahead(20),
+        used_at: token.used,
+        revoked_at: token.revoked,
+        created_at: at(400 - i),
+      })),
+    ],
+    [
+      'plugin_installations',
+      [
+        {
+          id: httpInstallation,
+          organization_id: acme,
+          slug: 'http',
+          version: '1.0.0',
+          config: { origins: [input.remoteUrl] },
+          sealed_secrets: box.seal(JSON.stringify({ authorization: httpSecret }), `${acme}:http`),
+          installed_by: admin,
+          created_at: at(6000),
+          updated_at: at(5000),
+        },
+        {
+          id: transformInstallation,
+          organization_id: acme,
+          slug: 'transform',
+          version: '1.0.0',
+          config: {},
+          sealed_secrets: null,
+          installed_by: admin,
+          created_at: at(5900),
+          updated_at: at(5900),
+        },
+      ],
+    ],
+    [
+      'agents',
+      [
+        {
+          id: httpAgent,
+          organization_id: acme,
+          name: 'Echo',
+          description: 'The remote echo agent',
+          kind: 'http.agent',
+          plugin_slug: 'http',
+          config: { url: `${input.remoteUrl}/echo` },
+          input_schema: null,
+          timeout_ms: 10000,
+          max_attempts: 1,
+          created_by: admin,
+          created_at: at(4000),
+          updated_at: at(4000),
+        },
+        {
+          id: upperAgent,
+          organization_id: acme,
+          name: 'Upper',
+          description: 'Shouts',
+          kind: 'transform.jsonata',
+          plugin_slug: 'transform',
+          config: { expression: '$uppercase(text)' },
+          input_schema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
+          timeout_ms: 30000,
+          max_attempts: 3,
+          created_by: admin,
+          created_at: at(3900),
+          updated_at: at(3800),
+        },
+      ],
+    ],
+    [
+      'agent_executions',
+      [
+        { id: upperExecution, agent_id: upperAgent, status: 'succeeded', input: { text: 'hi' }, output: 'HI', error: null, by: user },
+        {
+          id: failedExecution,
+          agent_id: httpAgent,
+          status: 'failed',
+          input: { ping: 1 },
+          output: null,
+          error: { code: 'UPSTREAM_ERROR', message: 'Agent answered 500' },
+          by: { type: 'api_key', id: serviceKeyId },
+        },
+        {
+          id: stepExecution,
+          agent_id: upperAgent,
+          status: 'succeeded',
+          input: { text: 'yo' },
+          output: 'YO',
+          error: null,
+          by: { type: 'workflow_run', id: run },
+        },
+      ].map(({ by, ...execution }, i) => ({
+        ...execution,
+        organization_id: acme,
+        attempts: 1,
+        job_id: id(),
+        triggered_by: by,
+        created_at: at(300 - i * 10),
+        started_at: at(299 - i * 10),
+        finished_at: at(298 - i * 10),
+      })),
+    ],
+    [
+      'idempotency_keys',
+      [
+        {
+          organization_id: acme,
+          scope: `agent:${upperAgent}`,
+          key: 'order-1001',
+          request_hash: jsonHash({ input: { text: 'hi' } }),
+          resource_id: upperExecution,
+          created_at: at(300),
+          expires_at: ahead(1),
+        },
+      ],
+    ],
+    [
+      'workflows',
+      [
+        {
+          id: workflow,
+          organization_id: acme,
+          name: 'shout',
+          version: 2,
+          created_by: admin,
+          created_at: at(2000),
+          updated_at: at(1000),
+          deleted_at: null,
+        },
+      ],
+    ],
+    [
+      'workflow_versions',
+      [
+        { id: id(), workflow_id: workflow, version: 1, definition: upperDefinition, created_by: admin, created_at: at(2000) },
+        {
+          id: id(),
+          workflow_id: workflow,
+          version: 2,
+          definition: { ...upperDefinition, output: "{ 'shouted': steps.upper.output }", timeoutMs: 60000 },
+          created_by: admin,
+          created_at: at(1000),
+        },
+      ],
+    ],
+    [
+      'workflow_runs',
+      [
+        {
+          id: run,
+          organization_id: acme,
+          workflow_id: workflow,
+          workflow_version: 1,
+          status: 'succeeded',
+          input: { text: 'yo' },
+          output: { upper: 'YO' },
+          error: null,
+          attempts: 1,
+          job_id: id(),
+          timeout_ms: 3600000,
+          triggered_by: user,
+          created_at: at(281),
+          started_at: at(280),
+          finished_at: at(277),
+        },
+      ],
+    ],
+    [
+      'workflow_run_steps',
+      [
+        {
+          run_id: run,
+          step_id: 'upper',
+          position: 0,
+          status: 'succeeded',
+          attempts: 1,
+          input: { text: 'yo' },
+          output: 'YO',
+          error: null,
+          execution_id: stepExecution,
+          started_at: at(280),
+          finished_at: at(278),
+        },
+      ],
+    ],
+    ['installation_license', [{ id: 1, key: input.licenseKey, installed_by: admin, installed_at: at(9500) }]],
+    ['saml_settings', [{ organization_id: acme, settings: samlSettings, updated_at: at(600) }]],
+    ['saml_requests', [{ id: `_${'a'.repeat(40)}`, organization_id: acme, expires_at: at(50), used_at: null }]],
+    ['saml_login_codes', [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, expires_at: at(60) }]],
+    [
+      'webhook_endpoints',
+      [
+        {
+          id: endpoint,
+          organization_id: acme,
+          url: input.receiverUrl,
+          description: 'Ops hook',
+          event_types: ['agent.execution.*', 'webhook.test'],
+          enabled: true,
+          sealed_secrets: box.seal(JSON.stringify([{ secret: signingSecret, expiresAt: null }]), `webhook:${endpoint}`),
+          disabled_reason: null,
+          failing_since: null,
+          created_at: at(3000),
+          updated_at: at(3000),
+        },
+      ],
+    ],
+    [
+      'webhook_messages',
+      [
+        {
+          id: message,
+          organization_id: acme,
+          endpoint_id: endpoint,
+          type: 'agent.execution.succeeded',
+          payload: JSON.stringify({ type: 'agent.execution.succeeded', timestamp: at(298), data: { id: upperExecution } }),
+          status: 'succeeded',
+          attempts: 1,
+          job_id: id(),
+          error: null,
+          next_attempt_at: null,
+          created_at: at(298),
+          finished_at: at(297),
+        },
+      ],
+    ],
+    [
+      'webhook_attempts',
+      [{ id: id(), message_id: message, attempted_at: at(297), status_code: 204, latency_ms: 12, response_body: '', error: null }],
+    ],
+    [
+      'service_accounts',
+      [
+        {
+          id: serviceAccount,
+          organization_id: acme,
+          name: 'ci-bot',
+          role: 'member',
+          disabled: false,
+          created_at: at(2500),
+          updated_at: at(2500),
+        },
+      ],
+    ],
+    [
+      'api_keys',
+      [
+        {
+          id: serviceKeyId,
+          owner_type: 'service_account',
+          owner_id: serviceAccount,
+          name: 'deploys',
+          scopes: ['agents:read', 'agents:execute'],
+          secret: serviceKey,
+        },
+        { id: personalKeyId, owner_type: 'user', owner_id: admin, name: 'laptop', scopes: null, secret: personalKey },
+      ].map(({ secret, ...key }, i) => ({
+        ...key,
+        organization_id: acme,
+        display_prefix: secret.displayPrefix,
+        hash: secret.hash,
+        previous_hash: null,
+        previous_expires_at: null,
+        owner_version: 0,
+        created_at: at(2400 - i),
+        expires_at: ahead(60),
+        last_used_at: at(10),
+        revoked_at: null,
+      })),
+    ],
+    [
+      'api_key_events',
+      [
+        { id: 1, key_id: serviceKeyId, organization_id: acme, type: 'created', actor: user, at: at(2400) },
+        { id: 2, key_id: personalKeyId, organization_id: acme, type: 'created', actor: user, at: at(2399) },
+      ],
+    ],
+    ['api_key_policies', [{ organization_id: acme, max_lifetime_days: 90 }]],
+  ];
+
+  return {
+    tables,
+    ids: { acme, globex, admin, member, httpAgent, upperAgent, upperExecution, failedExecution, workflow, run, endpoint, message },
+    secrets: { refreshToken, httpSecret, signingSecret, serviceKey: serviceKey.key, personalKey: personalKey.key },
+    samlSettings,
+  };
+}
+
+export type UpgradeFixture = Awaited<ReturnType<typeof upgradeFixture>>;

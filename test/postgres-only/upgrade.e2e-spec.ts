@@ -50,6 +50,7 @@ const WRITTEN_FOR = [
   '1795679413468-SeatQuota',
   '1795688002008-Webhooks',
   '1795697757590-ApiKeys',
+  '1795700370613-WorkflowSchedules',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];
@@ -406,8 +407,28 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       const asService = await get('/api/agents', fixture.secrets.serviceKey);
       expect(asService.status).toBe(200);
       expect(asService.body.data).toHaveLength(2);
-      const asPerson = await get('/api/auth/me', fixture.secrets.personalKey);
-      expect(asPerson.body).toMatchObject({ user: { id: fixture.ids.admin } });
+      // The admin's personal key acts as the admin: it reads the organization's users.
+      const asPerson = await get('/api/users', fixture.secrets.personalKey);
+      expect(asPerson.status).toBe(200);
+      expect(asPerson.body.data.map((u: { id: string }) => u.id)).toContain(fixture.ids.admin);
+    });
+
+    it('keeps the schedules (or starts with none when the old schema had none)', async () => {
+      const path = `/api/workflows/${fixture.ids.workflow}/schedules`;
+      if (!had('workflow_schedules')) {
+        expect((await get(path)).body.data).toEqual([]);
+        return;
+      }
+      const res = await get(`${path}/${fixture.ids.schedule}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        cron: '30 2 * * *',
+        timezone: 'Europe/Berlin',
+        input: { n: 5 },
+        enabled: false,
+        nextFireAt: null,
+        recent: [{ outcome: 'started', runId: fixture.ids.run }],
+      });
     });
   });
 });

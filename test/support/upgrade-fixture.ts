@@ -48,6 +48,7 @@ export async function upgradeFixture(input: FixtureInput) {
   const [endpoint, message] = [id(), id()];
   const signingSecret = newSigningSecret();
   const [serviceAccount, serviceKeyId, personalKeyId] = [id(), id(), id()];
+  const schedule = id();
   const serviceKey = newKeySecret('service_account');
   const personalKey = newKeySecret('personal');
   const user = { id: admin, type: 'user' };
@@ -406,11 +407,36 @@ export async function upgradeFixture(input: FixtureInput) {
       ],
     ],
     ['api_key_policies', [{ organization_id: acme, max_lifetime_days: 90 }]],
+    [
+      'workflow_schedules',
+      [
+        {
+          id: schedule,
+          organization_id: acme,
+          workflow_id: workflow,
+          cron: '30 2 * * *',
+          timezone: 'Europe/Berlin',
+          input: { n: 5 },
+          overlap: 'skip',
+          catch_up: 'latest',
+          enabled: false,
+          next_fire_at: null,
+          last_fired_at: at(1000),
+          last_run_id: run,
+          created_at: at(2000),
+          updated_at: at(1000),
+        },
+      ],
+    ],
+    [
+      'workflow_schedule_occurrences',
+      [{ id: 1, schedule_id: schedule, organization_id: acme, scheduled_for: at(1000), outcome: 'started', run_id: run, at: at(1000) }],
+    ],
   ];
 
   return {
     tables,
-    ids: { acme, globex, admin, member, httpAgent, upperAgent, upperExecution, failedExecution, workflow, run, endpoint, message },
+    ids: { acme, globex, admin, member, httpAgent, upperAgent, upperExecution, failedExecution, workflow, run, endpoint, message, schedule },
     secrets: { refreshToken, httpSecret, signingSecret, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,
   };

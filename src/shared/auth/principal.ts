@@ -26,8 +26,11 @@ export interface Principal {
 /** Who started something through the API. */
 export type ApiTrigger = { type: 'user'; id: string } | { type: 'api_key'; id: string; serviceAccountId?: string };
 
+/** A workflow schedule's occurrence (`scheduledFor`, ISO 8601). */
+export type ScheduleTrigger = { type: 'schedule'; id: string; scheduledFor: string };
+
 /** What started an execution or a run, as its `triggeredBy` shows it. */
-export type Trigger = ApiTrigger | { type: 'workflow_run'; id: string };
+export type Trigger = ApiTrigger | ScheduleTrigger | { type: 'workflow_run'; id: string };
 
 /** The trigger of something a caller starts through the API. */
 export function triggerOf(principal: Principal): ApiTrigger {

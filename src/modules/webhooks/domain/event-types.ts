@@ -120,6 +120,23 @@ export const EVENT_TYPES: readonly EventType[] = [
       links: { self: `/api/workflows/${ids.agent}/runs/${ids.execution}` },
     },
   })),
+  ...(['skipped', 'missed'] as const).map((outcome) => ({
+    type: `workflow.schedule.${outcome}`,
+    description:
+      outcome === 'skipped'
+        ? "A schedule's occurrence started no run: the schedule's previous run was still going (overlap: skip)"
+        : "A schedule's occurrence passed while no worker ran, and its catch-up does not run it",
+    schema: {
+      type: 'object',
+      properties: {
+        scheduleId: { type: 'string', format: 'uuid' },
+        workflowId: { type: 'string', format: 'uuid' },
+        scheduledFor: { type: 'string', format: 'date-time' },
+      },
+      required: ['scheduleId', 'workflowId', 'scheduledFor'],
+    },
+    example: { scheduleId: ids.execution, workflowId: ids.agent, scheduledFor: at },
+  })),
   {
     type: 'webhook.endpoint.disabled',
     description: 'Another endpoint of the organization was disabled (it answered 410, or failed for days)',

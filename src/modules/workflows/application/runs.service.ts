@@ -37,7 +37,7 @@ export class RunsService {
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
   async run(organizationId: string, request: RunRequest): Promise<Run> {
-    return this.jobs.settle(await this.enqueue(organizationId, request), {}, request.waitSeconds);
+    return this.settle(await this.enqueue(organizationId, request), request.waitSeconds);
   }
 
   /** Runs stay readable after their workflow is deleted. */
@@ -62,8 +62,14 @@ export class RunsService {
     return canceled;
   }
 
+  /** After the transaction of an `enqueue` committed: counted, its worker woken, waited for up to `waitSeconds`. */
+  settle(submitted: Submitted<Run>, waitSeconds: number): Promise<Run> {
+    return this.jobs.settle(submitted, {}, waitSeconds);
+  }
+
+  /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */
   @Transactional()
-  private async enqueue(organizationId: string, request: RunRequest): Promise<Submitted<Run>> {
+  async enqueue(organizationId: string, request: Omit<RunRequest, 'waitSeconds'>): Promise<Submitted<Run>> {
     const workflow = await this.workflows.get(organizationId, request.workflowId);
     const { definition } = workflow;
     if (definition.inputSchema)

@@ -10,6 +10,7 @@ import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { DefinitionContext, JsonObject } from '../domain/definition';
+import { ScheduleRepository } from '../domain/schedule.repository';
 import { Workflow } from '../domain/workflow';
 import { WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
 
@@ -26,6 +27,7 @@ export class WorkflowsService implements OnModuleInit {
     private readonly registry: PluginRegistry,
     private readonly agentUsage: AgentUsage,
     private readonly pluginUsage: PluginUsage,
+    private readonly schedules: ScheduleRepository,
   ) {}
 
   onModuleInit(): void {
@@ -71,8 +73,11 @@ export class WorkflowsService implements OnModuleInit {
   }
 
   /** Runs stay readable; a run in flight finishes with the version it pinned. */
+  /** Its schedules go with it, in the same transaction. */
+  @Transactional()
   async delete(caller: Principal, id: string): Promise<void> {
     if (!(await this.workflows.delete(caller.organizationId, id))) throw workflowNotFound();
+    await this.schedules.deleteOfWorkflow(caller.organizationId, id);
   }
 
   /** What the definition's references resolve to in this organization, looked up once. */

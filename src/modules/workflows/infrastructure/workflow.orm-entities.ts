@@ -1,4 +1,4 @@
-import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
 
 @Entity('workflows')
 @Index('workflows_org_created_idx', ['organizationId', 'createdAt', 'id'])
@@ -68,4 +68,41 @@ export class RunStepRow {
   @Column('uuid', { name: 'execution_id', nullable: true }) executionId!: string | null;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}
+
+/** A workflow's cron schedule; `next_fire_at` is what workers claim, under FOR UPDATE SKIP LOCKED. */
+@Entity('workflow_schedules')
+@Index('workflow_schedules_workflow_created_idx', ['workflowId', 'createdAt', 'id'])
+@Index('workflow_schedules_due_idx', ['nextFireAt'], { where: 'enabled' })
+export class WorkflowScheduleRow {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
+  @Column('uuid', { name: 'workflow_id' }) workflowId!: string;
+  @ManyToOne('WorkflowRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'workflow_id' }) workflow?: object;
+  @Column('varchar', { length: 200 }) cron!: string;
+  @Column('varchar', { length: 100 }) timezone!: string;
+  @Column('jsonb', { nullable: true }) input!: unknown;
+  @Column('varchar', { length: 8 }) overlap!: 'skip' | 'allow';
+  @Column('varchar', { name: 'catch_up', length: 8 }) catchUp!: 'none' | 'latest' | 'all';
+  @Column('boolean') enabled!: boolean;
+  @Column('timestamp with time zone', { name: 'next_fire_at', precision: 3, nullable: true }) nextFireAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'last_fired_at', precision: 3, nullable: true }) lastFiredAt!: Date | null;
+  @Column('uuid', { name: 'last_run_id', nullable: true }) lastRunId!: string | null;
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+  @Column('timestamp with time zone', { name: 'updated_at', precision: 3 }) updatedAt!: Date;
+}
+
+/** What happened at an occurrence of a schedule: a run started, or skipped, missed, failed. */
+@Entity('workflow_schedule_occurrences')
+@Index('workflow_schedule_occurrences_schedule_idx', ['scheduleId', 'id'])
+export class ScheduleOccurrenceRow {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) id!: string;
+  @Column('uuid', { name: 'schedule_id' }) scheduleId!: string;
+  @ManyToOne('WorkflowScheduleRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'schedule_id' }) schedule?: object;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('timestamp with time zone', { name: 'scheduled_for', precision: 3 }) scheduledFor!: Date;
+  @Column('varchar', { length: 8 }) outcome!: 'started' | 'skipped' | 'missed' | 'failed';
+  @Column('uuid', { name: 'run_id', nullable: true }) runId!: string | null;
+  @Column('timestamp with time zone', { precision: 3 }) at!: Date;
 }

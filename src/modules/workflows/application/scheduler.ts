@@ -1,0 +1,131 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
+import { Submitted } from '../../../queue/durable-jobs';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { EventOutbox, PlatformEvent } from '../../../shared/events/event-outbox';
+import { Run } from '../domain/run';
+import { Occurrence, Schedule } from '../domain/schedule';
+import { ScheduleRepository } from '../domain/schedule.repository';
+import { RunRepository, WorkflowRepository } from '../domain/workflow.repository';
+import { RunsService } from './runs.service';
+
+/** How often worker processes look for due schedules: runs start within a few seconds of their time. */
+const TICK_MS = 1000;
+/** Schedules claimed one after another in one tick at most. */
+const CLAIMS_PER_TICK = 100;
+
+interface Claimed {
+  runs: Array<Submitted<Run>>;
+  published: boolean;
+}
+
+/**
+ * Fires schedules on worker processes. Each due schedule is claimed in its own transaction with
+ * FOR UPDATE SKIP LOCKED: the runs of its due occurrences are created, what happened at each is
+ * recorded (with `workflow.schedule.skipped|missed` events) and the next fire time is written,
+ * all in that transaction, so any number of instances fire each occurrence once.
+ */
+@Injectable()
+export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Scheduler');
+  private timer?: NodeJS.Timeout;
+  private ticking?: Promise<void>;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly schedules: ScheduleRepository,
+    private readonly workflows: WorkflowRepository,
+    private readonly runRows: RunRepository,
+    private readonly runs: RunsService,
+    private readonly outbox: EventOutbox,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.runsWorker) return;
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
+    }, TICK_MS);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.ticking;
+  }
+
+  /** Claims due schedules until none is left (or the tick's share is used). */
+  async tick(now: () => Date = () => new Date()): Promise<void> {
+    try {
+      for (let i = 0; i < CLAIMS_PER_TICK; i++) {
+        const claimed = await this.txHost.withTransaction(() => this.claimOne(now()));
+        if (!claimed) return;
+        if (claimed.published) this.outbox.committed();
+        for (const run of claimed.runs) await this.runs.settle(run, 0);
+      }
+    } catch (error) {
+      this.logger.warn(`Schedules not fired this time: ${(error as Error).message}`);
+    }
+  }
+
+  private async claimOne(now: Date): Promise<Claimed | null> {
+    const schedule = await this.schedules.claimDue(now);
+    if (!schedule) return null;
+    // A schedule of a deleted workflow stops at once.
+    if (!(await this.workflows.find(schedule.organizationId, schedule.workflowId))) {
+      await this.schedules.delete(schedule.organizationId, schedule.workflowId, schedule.id);
+      return { runs: [], published: false };
+    }
+    const plan = schedule.plan(now);
+    const occurrences: Occurrence[] = plan.missed.map((scheduledFor) => ({ scheduledFor, outcome: 'missed', runId: null, at: now }));
+    const busy = schedule.overlap === 'skip' && (await this.previousRunUnfinished(schedule));
+    const runs: Array<Submitted<Run>> = [];
+    for (const scheduledFor of plan.fire) {
+      if (busy) {
+        occurrences.push({ scheduledFor, outcome: 'skipped', runId: null, at: now });
+        continue;
+      }
+      const started = await this.start(schedule, scheduledFor);
+      if (started) runs.push(started);
+      occurrences.push({ scheduledFor, outcome: started ? 'started' : 'failed', runId: started?.record.id ?? null, at: now });
+    }
+    await this.schedules.record(schedule, occurrences);
+    const events = occurrences.flatMap((o) => (o.outcome === 'skipped' || o.outcome === 'missed' ? [event(schedule, o)] : []));
+    if (events.length) await this.outbox.publish(events);
+    schedule.advance(plan, runs.length ? runs[runs.length - 1].record.id : null, now);
+    await this.schedules.update(schedule);
+    return { runs, published: events.length > 0 };
+  }
+
+  /** The run of one occurrence, or null when the workflow refuses it (its input no longer fits the inputSchema). */
+  private async start(schedule: Schedule, scheduledFor: Date): Promise<Submitted<Run> | null> {
+    const at = scheduledFor.toISOString();
+    try {
+      return await this.runs.enqueue(schedule.organizationId, {
+        workflowId: schedule.workflowId,
+        input: schedule.input,
+        idempotencyKey: `schedule:${schedule.id}:${at}`,
+        triggeredBy: { type: 'schedule', id: schedule.id, scheduledFor: at },
+      });
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      this.logger.warn(`Schedule ${schedule.id} did not start a run for ${at}: ${error.message}`);
+      return null;
+    }
+  }
+
+  private async previousRunUnfinished(schedule: Schedule): Promise<boolean> {
+    if (!schedule.lastRunId) return false;
+    const previous = await this.runRows.findById(schedule.lastRunId);
+    return previous !== null && (previous.status === 'queued' || previous.status === 'running');
+  }
+}
+
+function event(schedule: Schedule, occurrence: Occurrence): PlatformEvent {
+  return {
+    organizationId: schedule.organizationId,
+    type: `workflow.schedule.${occurrence.outcome}`,
+    data: { scheduleId: schedule.id, workflowId: schedule.workflowId, scheduledFor: occurrence.scheduledFor.toISOString() },
+  };
+}

@@ -1,0 +1,91 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { keysetPage } from '../../../database/keyset';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { Occurrence, Schedule } from '../domain/schedule';
+import { ScheduleRepository } from '../domain/schedule.repository';
+import { ScheduleOccurrenceRow, WorkflowScheduleRow } from './workflow.orm-entities';
+
+/** Recorded occurrences kept per schedule. */
+const KEPT_OCCURRENCES = 200;
+
+@Injectable()
+export class TypeOrmScheduleRepository extends ScheduleRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  private get rows() {
+    return this.txHost.tx.getRepository(WorkflowScheduleRow);
+  }
+
+  async insert(schedule: Schedule): Promise<void> {
+    await this.rows.insert(toRow(schedule));
+  }
+
+  async update(schedule: Schedule): Promise<void> {
+    await this.rows.update({ id: schedule.id, organizationId: schedule.organizationId }, toRow(schedule));
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Schedule | null> {
+    const row = await this.rows.findOneBy({ organizationId, workflowId, id });
+    return row ? Schedule.rehydrate(row) : null;
+  }
+
+  async list(organizationId: string, workflowId: string, page: PageRequest): Promise<Page<Schedule>> {
+    const qb = this.rows.createQueryBuilder('s').where('s.organizationId = :organizationId AND s.workflowId = :workflowId', {
+      organizationId,
+      workflowId,
+    });
+    return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => Schedule.rehydrate(row));
+  }
+
+  async countForCreate(workflowId: string): Promise<number> {
+    await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtext('workflow-schedules:' || $1))`, [workflowId]);
+    return this.rows.countBy({ workflowId });
+  }
+
+  async delete(organizationId: string, workflowId: string, id: string): Promise<boolean> {
+    return ((await this.rows.delete({ organizationId, workflowId, id })).affected ?? 0) > 0;
+  }
+
+  async deleteOfWorkflow(organizationId: string, workflowId: string): Promise<void> {
+    await this.rows.delete({ organizationId, workflowId });
+  }
+
+  async claimDue(now: Date): Promise<Schedule | null> {
+    const [row] = await this.txHost.tx.query<Array<Record<string, unknown>>>(
+      `SELECT id FROM workflow_schedules WHERE enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      [now],
+    );
+    if (!row) return null;
+    const claimed = await this.rows.findOneBy({ id: row.id as string });
+    return claimed ? Schedule.rehydrate(claimed) : null;
+  }
+
+  async record(schedule: Schedule, occurrences: Occurrence[]): Promise<void> {
+    if (!occurrences.length) return;
+    const rows = this.txHost.tx.getRepository(ScheduleOccurrenceRow);
+    await rows.insert(occurrences.map((o) => ({ ...o, scheduleId: schedule.id, organizationId: schedule.organizationId })));
+    await this.txHost.tx.query(
+      `DELETE FROM workflow_schedule_occurrences WHERE schedule_id = $1 AND id < (
+         SELECT min(id) FROM (SELECT id FROM workflow_schedule_occurrences WHERE schedule_id = $1 ORDER BY id DESC LIMIT $2) kept)`,
+      [schedule.id, KEPT_OCCURRENCES],
+    );
+  }
+
+  async recent(scheduleId: string, limit: number): Promise<Occurrence[]> {
+    const rows = await this.txHost.tx
+      .getRepository(ScheduleOccurrenceRow)
+      .find({ where: { scheduleId }, order: { id: 'DESC' }, take: limit });
+    return rows.map(({ scheduledFor, outcome, runId, at }) => ({ scheduledFor, outcome, runId, at }));
+  }
+}
+
+/** The input is any JSON; TypeORM writes a jsonb column's value as JSON text. */
+function toRow(schedule: Schedule): QueryDeepPartialEntity<WorkflowScheduleRow> {
+  const props = schedule.toProps();
+  return { ...props, input: props.input as object };
+}

@@ -436,7 +436,21 @@ export async function upgradeFixture(input: FixtureInput) {
 
   return {
     tables,
-    ids: { acme, globex, admin, member, httpAgent, upperAgent, upperExecution, failedExecution, workflow, run, endpoint, message, schedule },
+    ids: {
+      acme,
+      globex,
+      admin,
+      member,
+      httpAgent,
+      upperAgent,
+      upperExecution,
+      failedExecution,
+      workflow,
+      run,
+      endpoint,
+      message,
+      schedule,
+    },
     secrets: { refreshToken, httpSecret, signingSecret, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,
   };

@@ -340,6 +340,8 @@ describe('webhooks API', () => {
           'plugin.installed',
           'plugin.uninstalled',
           ...['succeeded', 'failed', 'timed_out', 'canceled'].flatMap((s) => [`agent.execution.${s}`, `workflow.run.${s}`]),
+          'workflow.schedule.skipped',
+          'workflow.schedule.missed',
           'webhook.endpoint.disabled',
           'webhook.test',
         ]),

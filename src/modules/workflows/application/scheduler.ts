@@ -1,10 +1,12 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
 import { Submitted } from '../../../queue/durable-jobs';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { EventOutbox, PlatformEvent } from '../../../shared/events/event-outbox';
+import { Metrics } from '../../../shared/metrics/metrics';
 import { Run } from '../domain/run';
 import { Occurrence, Schedule } from '../domain/schedule';
 import { ScheduleRepository } from '../domain/schedule.repository';
@@ -32,6 +34,7 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly logger = new Logger('Scheduler');
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
+  private readonly occurrences: Counter<'outcome'>;
 
   constructor(
     private readonly config: AppConfig,
@@ -41,7 +44,15 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly runs: RunsService,
     private readonly outbox: EventOutbox,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-  ) {}
+    metrics: Metrics,
+  ) {
+    this.occurrences = new Counter({
+      name: 'workflow_schedule_occurrences_total',
+      help: 'Occurrences of workflow schedules handled, by outcome (started, skipped, missed, failed)',
+      labelNames: ['outcome'],
+      registers: [metrics.registry],
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.runsWorker) return;
@@ -57,21 +68,53 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /** Claims due schedules until none is left (or the tick's share is used). */
   async tick(now: () => Date = () => new Date()): Promise<void> {
-    try {
-      for (let i = 0; i < CLAIMS_PER_TICK; i++) {
-        const claimed = await this.txHost.withTransaction(() => this.claimOne(now()));
+    for (let i = 0; i < CLAIMS_PER_TICK; i++) {
+      let holding: Schedule | null = null;
+      try {
+        const claimed = await this.txHost.withTransaction(() =>
+          this.claimOne(now(), (schedule) => {
+            holding = schedule;
+          }),
+        );
         if (!claimed) return;
         if (claimed.published) this.outbox.committed();
         for (const run of claimed.runs) await this.runs.settle(run, 0);
+      } catch (error) {
+        this.logger.warn(
+          `Schedule ${(holding as Schedule | null)?.id ?? '(none claimed)'} not fired this time: ${(error as Error).message}`,
+        );
+        // A schedule whose claim keeps failing must not hold up the others: its due occurrences
+        // are recorded as failed and it waits for its next one.
+        if (!holding || !(await this.setAside(holding, now()))) return;
       }
-    } catch (error) {
-      this.logger.warn(`Schedules not fired this time: ${(error as Error).message}`);
     }
   }
 
-  private async claimOne(now: Date): Promise<Claimed | null> {
+  /** Records the due occurrences of a schedule that could not be fired as failed, and moves it on. */
+  private async setAside(schedule: Schedule, now: Date): Promise<boolean> {
+    try {
+      await this.txHost.withTransaction(async () => {
+        const plan = schedule.plan(now);
+        const due = [...plan.missed, ...plan.fire];
+        await this.schedules.record(
+          schedule,
+          due.map((scheduledFor) => ({ scheduledFor, outcome: 'failed', runId: null, at: now })),
+        );
+        this.occurrences.inc({ outcome: 'failed' }, due.length);
+        schedule.advance({ ...plan, fire: [] }, null, now);
+        await this.schedules.update(schedule);
+      });
+      return true;
+    } catch (error) {
+      this.logger.warn(`Schedule ${schedule.id} not set aside: ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  private async claimOne(now: Date, claimed: (schedule: Schedule) => void): Promise<Claimed | null> {
     const schedule = await this.schedules.claimDue(now);
     if (!schedule) return null;
+    claimed(schedule);
     // A schedule of a deleted workflow stops at once.
     if (!(await this.workflows.find(schedule.organizationId, schedule.workflowId))) {
       await this.schedules.delete(schedule.organizationId, schedule.workflowId, schedule.id);
@@ -91,6 +134,7 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
       occurrences.push({ scheduledFor, outcome: started ? 'started' : 'failed', runId: started?.record.id ?? null, at: now });
     }
     await this.schedules.record(schedule, occurrences);
+    for (const o of occurrences) this.occurrences.inc({ outcome: o.outcome });
     const events = occurrences.flatMap((o) => (o.outcome === 'skipped' || o.outcome === 'missed' ? [event(schedule, o)] : []));
     if (events.length) await this.outbox.publish(events);
     schedule.advance(plan, runs.length ? runs[runs.length - 1].record.id : null, now);

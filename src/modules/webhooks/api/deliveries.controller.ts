@@ -14,7 +14,7 @@ import {
   RecoverRequest,
   RecoverResponse,
   TestDeliveryResponse,
-} from './webhook.dto';
+} from './delivery.dto';
 
 /** The delivery log of an endpoint: messages with their attempts, redeliver, recover and test. */
 @ApiTags('webhooks')

@@ -22,13 +22,11 @@
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import {
   brief,
-  closeConnections,
   field,
   fixed,
   formatRows,
@@ -51,6 +49,9 @@ import {
   unexpected,
   verdict,
   waitForDrain,
+  cleanupOnce,
+  drainFigures,
+  runBenchmark,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -186,35 +187,6 @@ async function asyncPhase(workers: number): Promise<Row[]> {
   }
 }
 
-interface DrainFigures {
-  total: number;
-  succeeded: number;
-  /** Succeeded executions per second between the first start and the last finish. */
-  throughput: number;
-  /** Per-execution run time (started_at → finished_at), ms. */
-  p50: number;
-  p99: number;
-  mean: number;
-}
-
-/** Throughput and run times from the rows, so worker boot time does not count. */
-async function drainFigures(db: Client, agentId: string): Promise<DrainFigures> {
-  const { rows } = await db.query<DrainFigures>(
-    `WITH runs AS (
-       SELECT status, started_at, finished_at, extract(epoch FROM finished_at - started_at) * 1000 AS ms
-         FROM agent_executions WHERE agent_id = $1)
-     SELECT (SELECT count(*) FROM runs)::int AS total,
-            count(*)::int AS succeeded,
-            (count(*) / nullif(extract(epoch FROM max(finished_at) - min(started_at)), 0))::float8 AS throughput,
-            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
-            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
-            avg(ms)::float8 AS mean
-       FROM runs WHERE status = 'succeeded'`,
-    [agentId],
-  );
-  return rows[0];
-}
-
 // ---------------------------------------------------------------------------------------------
 // Report
 
@@ -252,40 +224,15 @@ function targetLines(rows: Row[]): string[] {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-let cleaning: Promise<void> | undefined;
+const cleanup = cleanupOnce(services, databases);
 
-/** Stops every process and drops every database; safe to call twice. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await services.close();
-    await databases.dropAll();
-    closeConnections();
-  })();
-  return cleaning;
-}
-
-async function main(): Promise<void> {
-  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  process.once('SIGINT', () => {
-    log('interrupted: stopping the services and dropping the databases');
-    interrupted.abort();
-    void cleanup().finally(() => process.exit(130));
-  });
-  try {
-    const rows: Row[] = [];
-    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
-      if (interrupted.signal.aborted) throw new Error('interrupted');
-      rows.push(...(await phase()));
-    }
-    printReport(rows);
-    const errors = rows.reduce((sum, r) => sum + r.errors, 0);
-    if (errors) throw new Error(`${errors} request(s)/execution(s) failed; see above`);
-  } finally {
-    await cleanup();
+runBenchmark(ENTRY, interrupted, cleanup, async () => {
+  const rows: Row[] = [];
+  for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    rows.push(...(await phase()));
   }
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  printReport(rows);
+  const errors = rows.reduce((sum, r) => sum + r.errors, 0);
+  if (errors) throw new Error(`${errors} request(s)/execution(s) failed; see above`);
 });

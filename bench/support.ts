@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
@@ -508,4 +509,70 @@ export async function startSandboxPair(
     calls[sandbox] = await prepare(await ctx.services.start(`service (${sandbox})`, env, ctx.readyTimeoutMs));
   }
   return calls;
+}
+
+/** What a drain of one agent's executions came to, from its rows (so worker boot time does not count). */
+export interface DrainFigures {
+  total: number;
+  succeeded: number;
+  /** Succeeded executions per second between the first start and the last finish. */
+  throughput: number;
+  /** Per-execution run time (started_at → finished_at), ms. */
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+export async function drainFigures(db: Client, agentId: string): Promise<DrainFigures> {
+  const { rows } = await db.query<DrainFigures>(
+    `WITH runs AS (
+       SELECT status, started_at, finished_at, extract(epoch FROM finished_at - started_at) * 1000 AS ms
+         FROM agent_executions WHERE agent_id = $1)
+     SELECT (SELECT count(*) FROM runs)::int AS total,
+            count(*)::int AS succeeded,
+            (count(*) / nullif(extract(epoch FROM max(finished_at) - min(started_at)), 0))::float8 AS throughput,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
+            avg(ms)::float8 AS mean
+       FROM runs WHERE status = 'succeeded'`,
+    [agentId],
+  );
+  return rows[0];
+}
+
+/** Stops every process and drops every database (and whatever `more` cleans); runs once however often it is called. */
+export function cleanupOnce(services: Services, databases: ScratchDatabases, more?: () => Promise<void>): () => Promise<void> {
+  let cleaning: Promise<void> | undefined;
+  return () =>
+    (cleaning ??= (async () => {
+      await services.close();
+      await databases.dropAll();
+      closeConnections();
+      await more?.();
+    })());
+}
+
+/**
+ * A benchmark's run: the build must be there; `body` runs; `cleanup` runs at the end, or on
+ * SIGINT after `interrupted` is aborted (so the load stops). A failure prints one line and
+ * sets the exit code.
+ */
+export function runBenchmark(entry: string, interrupted: AbortController, cleanup: () => Promise<void>, body: () => Promise<void>): void {
+  const run = async () => {
+    if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
+    process.once('SIGINT', () => {
+      log('interrupted: stopping the services and dropping the databases');
+      interrupted.abort();
+      void cleanup().finally(() => process.exit(130));
+    });
+    try {
+      await body();
+    } finally {
+      await cleanup();
+    }
+  };
+  run().catch((error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -45,7 +45,6 @@
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   DB_POOL_SIZE                     passed through to the service processes
  */
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -53,7 +52,6 @@ import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/a
 import { RATE_LIMIT_WINDOW_SECONDS } from '../src/modules/licensing/domain/tiers';
 import {
   brief,
-  closeConnections,
   field,
   fixed,
   formatRows,
@@ -73,6 +71,8 @@ import {
   Services,
   unexpected,
   verdict,
+  cleanupOnce,
+  runBenchmark,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -386,18 +386,9 @@ function printReport(results: RunResult[]): void {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-let cleaning: Promise<void> | undefined;
-
-/** Stops every process, drops the database and the organization's Redis counters; safe to call twice. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await services.close();
-    await databases.dropAll();
-    closeConnections();
-    if (organizationId) await deleteRedisCounters(organizationId);
-  })();
-  return cleaning;
-}
+const cleanup = cleanupOnce(services, databases, async () => {
+  if (organizationId) await deleteRedisCounters(organizationId);
+});
 
 /** The organization's counters expire on their own within the window; deleted so the run leaves nothing behind. */
 async function deleteRedisCounters(organization: string): Promise<void> {
@@ -419,42 +410,27 @@ async function deleteRedisCounters(organization: string): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
-  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  process.once('SIGINT', () => {
-    log('interrupted: stopping the services and dropping the database');
-    interrupted.abort();
-    void cleanup().finally(() => process.exit(130));
-  });
-  try {
-    const vendor = generateLicenseKeyPair();
-    const key = await issueLicense(
-      { customer: 'bench', tier: 'enterprise', seats: 1000, days: 1, maxRateLimitPerMinute: BUDGET },
-      vendor.privateKeyPem,
-    );
-    const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
-    const databaseUrl = await databases.create('throttling');
-    const setup: Setup = { databaseUrl, license, ...(await prepare(databaseUrl)) };
+runBenchmark(ENTRY, interrupted, cleanup, async () => {
+  const vendor = generateLicenseKeyPair();
+  const key = await issueLicense(
+    { customer: 'bench', tier: 'enterprise', seats: 1000, days: 1, maxRateLimitPerMinute: BUDGET },
+    vendor.privateKeyPem,
+  );
+  const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
+  const databaseUrl = await databases.create('throttling');
+  const setup: Setup = { databaseUrl, license, ...(await prepare(databaseUrl)) };
 
-    const results: RunResult[] = [];
-    const runs: Partial<Record<Configuration, number>> = {};
-    for (const configuration of ORDER) {
-      if (interrupted.signal.aborted) throw new Error('interrupted');
-      const run = (runs[configuration] = (runs[configuration] ?? 0) + 1);
-      results.push(await measure(setup, configuration, run));
-    }
-    printReport(results);
-
-    const errors = results.reduce((sum, r) => sum + r.row.errors + r.warmupErrors, 0);
-    if (errors) throw new Error(`${errors} request(s) failed (non-200 or wrong RateLimit-Policy); see above`);
-    const failures = results.reduce((sum, r) => sum + (r.storageFailures ?? 0), 0);
-    if (failures) throw new Error(`${failures} request(s) passed uncounted because Redis failed: the Redis figures do not count`);
-  } finally {
-    await cleanup();
+  const results: RunResult[] = [];
+  const runs: Partial<Record<Configuration, number>> = {};
+  for (const configuration of ORDER) {
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    const run = (runs[configuration] = (runs[configuration] ?? 0) + 1);
+    results.push(await measure(setup, configuration, run));
   }
-}
+  printReport(results);
 
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  const errors = results.reduce((sum, r) => sum + r.row.errors + r.warmupErrors, 0);
+  if (errors) throw new Error(`${errors} request(s) failed (non-200 or wrong RateLimit-Policy); see above`);
+  const failures = results.reduce((sum, r) => sum + (r.storageFailures ?? 0), 0);
+  if (failures) throw new Error(`${failures} request(s) passed uncounted because Redis failed: the Redis figures do not count`);
 });

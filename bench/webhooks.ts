@@ -29,7 +29,6 @@
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
-import { existsSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -39,7 +38,6 @@ import { Client } from 'pg';
 import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/application/license-issuer';
 import {
   brief,
-  closeConnections,
   field,
   fixed,
   formatRows,
@@ -58,6 +56,9 @@ import {
   unexpected,
   verdict,
   waitForDrain,
+  cleanupOnce,
+  drainFigures,
+  runBenchmark,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -205,33 +206,6 @@ async function waitForDeliveries(db: Client, endpointId: string, timeoutMs: numb
   }
 }
 
-interface ExecutionFigures {
-  total: number;
-  succeeded: number;
-  throughput: number;
-  p50: number;
-  p99: number;
-  mean: number;
-}
-
-/** Executions/s between the first start and the last finish, and run times, from the rows. */
-async function executionFigures(db: Client, agentId: string): Promise<ExecutionFigures> {
-  const { rows } = await db.query<ExecutionFigures>(
-    `WITH runs AS (
-       SELECT status, started_at, finished_at, extract(epoch FROM finished_at - started_at) * 1000 AS ms
-         FROM agent_executions WHERE agent_id = $1)
-     SELECT (SELECT count(*) FROM runs)::int AS total,
-            count(*)::int AS succeeded,
-            (count(*) / nullif(extract(epoch FROM max(finished_at) - min(started_at)), 0))::float8 AS throughput,
-            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
-            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
-            avg(ms)::float8 AS mean
-       FROM runs WHERE status = 'succeeded'`,
-    [agentId],
-  );
-  return rows[0];
-}
-
 /** Where a delivery's time goes, from the rows: message created → first attempt, and the HTTP exchange. */
 async function deliveryBreakdown(
   db: Client,
@@ -289,7 +263,7 @@ async function costRun(webhooks: boolean, run: number, license: Record<string, s
     if (receiver && endpointId) {
       await waitForDeliveries(db, endpointId, settings.asyncTimeoutMs, () => receiver.accepted.size >= settings.executions);
     }
-    const figures = await executionFigures(db, agentId);
+    const figures = await drainFigures(db, agentId);
     alive();
     const result: CostRun = {
       webhooks,
@@ -437,48 +411,23 @@ function printReport(costs: CostRun[], outage: OutageRun): void {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-let cleaning: Promise<void> | undefined;
+const cleanup = cleanupOnce(services, databases);
 
-/** Stops every process and drops every database; safe to call twice. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await services.close();
-    await databases.dropAll();
-    closeConnections();
-  })();
-  return cleaning;
-}
+runBenchmark(ENTRY, interrupted, cleanup, async () => {
+  const vendor = generateLicenseKeyPair();
+  const key = await issueLicense({ customer: 'bench', tier: 'team', seats: 1000, days: 1 }, vendor.privateKeyPem);
+  const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
 
-async function main(): Promise<void> {
-  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  process.once('SIGINT', () => {
-    log('interrupted: stopping the services and dropping the databases');
-    interrupted.abort();
-    void cleanup().finally(() => process.exit(130));
-  });
-  try {
-    const vendor = generateLicenseKeyPair();
-    const key = await issueLicense({ customer: 'bench', tier: 'team', seats: 1000, days: 1 }, vendor.privateKeyPem);
-    const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
-
-    const costs: CostRun[] = [];
-    // off, on, on, off, ...: a noisy machine's slow and fast moments fall on both alike.
-    for (let run = 1; run <= settings.runs; run++) {
-      for (const webhooks of run % 2 ? [false, true] : [true, false]) {
-        if (interrupted.signal.aborted) throw new Error('interrupted');
-        costs.push(await costRun(webhooks, run, license));
-      }
+  const costs: CostRun[] = [];
+  // off, on, on, off, ...: a noisy machine's slow and fast moments fall on both alike.
+  for (let run = 1; run <= settings.runs; run++) {
+    for (const webhooks of run % 2 ? [false, true] : [true, false]) {
+      if (interrupted.signal.aborted) throw new Error('interrupted');
+      costs.push(await costRun(webhooks, run, license));
     }
-    const outage = await outageRun(license);
-    printReport(costs, outage);
-    const errors = [...costs.flatMap((c) => [c.executions, c.deliveries]), outage.deliveries].reduce((sum, r) => sum + (r?.errors ?? 0), 0);
-    if (errors) throw new Error(`${errors} execution(s)/message(s) failed; see above`);
-  } finally {
-    await cleanup();
   }
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  const outage = await outageRun(license);
+  printReport(costs, outage);
+  const errors = [...costs.flatMap((c) => [c.executions, c.deliveries]), outage.deliveries].reduce((sum, r) => sum + (r?.errors ?? 0), 0);
+  if (errors) throw new Error(`${errors} execution(s)/message(s) failed; see above`);
 });

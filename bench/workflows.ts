@@ -32,13 +32,11 @@
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import {
   brief,
-  closeConnections,
   field,
   fixed,
   formatRows,
@@ -62,6 +60,8 @@ import {
   unexpected,
   verdict,
   waitForDrain,
+  cleanupOnce,
+  runBenchmark,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -551,43 +551,18 @@ function targetLines(rows: Row[], plans: Plan[]): string[] {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-let cleaning: Promise<void> | undefined;
+const cleanup = cleanupOnce(services, databases);
 
-/** Stops every process and drops every database; safe to call twice. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await services.close();
-    await databases.dropAll();
-    closeConnections();
-  })();
-  return cleaning;
-}
-
-async function main(): Promise<void> {
-  if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  process.once('SIGINT', () => {
-    log('interrupted: stopping the services and dropping the databases');
-    interrupted.abort();
-    void cleanup().finally(() => process.exit(130));
-  });
-  try {
-    const rows: Row[] = [];
-    for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
-      if (interrupted.signal.aborted) throw new Error('interrupted');
-      rows.push(...(await phase()));
-    }
+runBenchmark(ENTRY, interrupted, cleanup, async () => {
+  const rows: Row[] = [];
+  for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
     if (interrupted.signal.aborted) throw new Error('interrupted');
-    const history = await historyPhase();
-    rows.push(...history.rows);
-    printReport(rows, history.plans);
-    const errors = rows.reduce((sum, r) => sum + r.errors, 0);
-    if (errors) throw new Error(`${errors} request(s)/run(s) failed; see above`);
-  } finally {
-    await cleanup();
+    rows.push(...(await phase()));
   }
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  if (interrupted.signal.aborted) throw new Error('interrupted');
+  const history = await historyPhase();
+  rows.push(...history.rows);
+  printReport(rows, history.plans);
+  const errors = rows.reduce((sum, r) => sum + r.errors, 0);
+  if (errors) throw new Error(`${errors} request(s)/run(s) failed; see above`);
 });

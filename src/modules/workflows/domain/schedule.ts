@@ -65,7 +65,8 @@ export function assertCron(cron: string, timezone: string): void {
     throw invalid('cron', 'cron must have 5 fields: minute hour day-of-month month day-of-week');
   }
   try {
-    CronExpressionParser.parse(cron, { tz: timezone, strict: false });
+    // An expression that parses but never fires (no date matches) fails here too, not at the first claim.
+    CronExpressionParser.parse(cron, { tz: timezone, strict: false }).next();
   } catch (error) {
     throw invalid('cron', `cron does not parse: ${(error as Error).message}`);
   }

@@ -56,13 +56,15 @@ export class TypeOrmScheduleRepository extends ScheduleRepository {
   }
 
   async claimDue(now: Date): Promise<Schedule | null> {
-    const [row] = await this.txHost.tx.query<Array<Record<string, unknown>>>(
-      `SELECT id FROM workflow_schedules WHERE enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
-      [now],
-    );
-    if (!row) return null;
-    const claimed = await this.rows.findOneBy({ id: row.id as string });
-    return claimed ? Schedule.rehydrate(claimed) : null;
+    const row = await this.rows
+      .createQueryBuilder('s')
+      .where('s.enabled AND s.nextFireAt <= :now', { now })
+      .orderBy('s.nextFireAt')
+      .limit(1)
+      .setLock('pessimistic_write')
+      .setOnLocked('skip_locked')
+      .getOne();
+    return row ? Schedule.rehydrate(row) : null;
   }
 
   async record(schedule: Schedule, occurrences: Occurrence[]): Promise<void> {

@@ -7,6 +7,8 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
+import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/application/license-issuer';
+import { Tier } from '../src/modules/licensing/domain/tiers';
 
 /**
  * Helpers for the benchmarks in this folder: service processes, scratch databases, a
@@ -65,12 +67,22 @@ export class JsonClient {
   }
 
   request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown): Promise<JsonResponse> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: http.OutgoingHttpHeaders = { accept: 'application/json' };
-    if (payload !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = Buffer.byteLength(payload);
-    }
+    if (body === undefined) return this.send(method, path);
+    return this.send(method, path, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  }
+
+  /**
+   * `body` sent as it is (the bytes a signature was computed over), with `headers` on top of
+   * accept, content-length and the client's bearer token; the answer read as JSON when it is.
+   */
+  send(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    options: { body?: string | Buffer; headers?: http.OutgoingHttpHeaders } = {},
+  ): Promise<JsonResponse> {
+    const { body } = options;
+    const headers: http.OutgoingHttpHeaders = { accept: 'application/json', ...options.headers };
+    if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     return new Promise((resolve, reject) => {
       const req = http.request({ host: '127.0.0.1', port: this.port, method, path, headers, agent, timeout: 60_000 }, (res) => {
@@ -83,7 +95,7 @@ export class JsonClient {
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
       req.on('error', reject);
-      req.end(payload);
+      req.end(body);
     });
   }
 }
@@ -166,6 +178,57 @@ export async function loginAndInstallTransform(service: JsonClient, credentials:
   const install = await client.request('POST', '/api/plugins/transform/install', {});
   if (install.status !== 201) throw unexpected('plugin install', install.status, install.body);
   return client;
+}
+
+/** A license for the service processes (LICENSE_PUBLIC_KEYS, LICENSE_KEY), signed by a throwaway vendor key for one day. */
+export async function throwawayLicense(tier: Tier, maxRateLimitPerMinute?: number): Promise<Record<string, string>> {
+  const vendor = generateLicenseKeyPair();
+  const key = await issueLicense({ customer: 'bench', tier, seats: 1000, days: 1, maxRateLimitPerMinute }, vendor.privateKeyPem);
+  return { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
+}
+
+/**
+ * PATCH /api/subscription: the organization's own rate limit (enterprise tier, within the
+ * license's maximum); answers the organization id.
+ */
+export async function raiseRateLimit(client: JsonClient, perMinute: number): Promise<string> {
+  const res = await client.request('PATCH', '/api/subscription', { rateLimitPerMinute: perMinute });
+  const rateLimit = field(res.body, 'rateLimit');
+  const organizationId = field(res.body, 'organizationId');
+  if (
+    res.status !== 200 ||
+    field(rateLimit, 'limit') !== perMinute ||
+    field(res.body, 'tier') !== 'enterprise' ||
+    typeof organizationId !== 'string'
+  )
+    throw unexpected(`PATCH /api/subscription {"rateLimitPerMinute": ${perMinute}}`, res.status, res.body);
+  return organizationId;
+}
+
+/**
+ * A workflow that finishes fast and offline: three transform.jsonata steps (a → b → c), input
+ * {n: 5} → output 13 (BENCH_WORKFLOW_INPUT, BENCH_WORKFLOW_OUTPUT).
+ */
+export const BENCH_WORKFLOW = {
+  name: 'bench',
+  steps: [
+    { id: 'a', action: 'transform.jsonata', with: { expression: '$ * 2' }, input: 'input.n' },
+    { id: 'b', action: 'transform.jsonata', with: { expression: '$ + 1' }, input: 'steps.a.output', needs: ['a'] },
+    { id: 'c', action: 'transform.jsonata', with: { expression: '$ + 2' }, input: 'steps.b.output', needs: ['b'] },
+  ],
+  output: 'steps.c.output',
+};
+export const BENCH_WORKFLOW_INPUT = { n: 5 };
+export const BENCH_WORKFLOW_OUTPUT = 13;
+
+/** POST /api/workflows; answers the new workflow's id and version. */
+export async function createWorkflow(client: JsonClient, definition: object): Promise<{ id: string; version: number }> {
+  const res = await client.request('POST', '/api/workflows', definition);
+  const id = field(res.body, 'id');
+  const version = field(res.body, 'version');
+  if (res.status !== 201 || typeof id !== 'string' || typeof version !== 'number')
+    throw unexpected('workflow creation', res.status, res.body);
+  return { id, version };
 }
 
 interface Service {

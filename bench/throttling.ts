@@ -48,7 +48,6 @@
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/application/license-issuer';
 import { RATE_LIMIT_WINDOW_SECONDS } from '../src/modules/licensing/domain/tiers';
 import {
   brief,
@@ -73,6 +72,8 @@ import {
   verdict,
   cleanupOnce,
   runBenchmark,
+  raiseRateLimit,
+  throwawayLicense,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -206,21 +207,6 @@ async function createApiKey(admin: JsonClient): Promise<string> {
   return key;
 }
 
-/** PATCH /api/subscription to BUDGET requests per minute; answers the organization id. */
-async function raiseBudget(client: JsonClient): Promise<string> {
-  const res = await client.request('PATCH', '/api/subscription', { rateLimitPerMinute: BUDGET });
-  const rateLimit = field(res.body, 'rateLimit');
-  const organizationId = field(res.body, 'organizationId');
-  if (
-    res.status !== 200 ||
-    field(rateLimit, 'limit') !== BUDGET ||
-    field(res.body, 'tier') !== 'enterprise' ||
-    typeof organizationId !== 'string'
-  )
-    throw unexpected(`PATCH /api/subscription {"rateLimitPerMinute": ${BUDGET}}`, res.status, res.body);
-  return organizationId;
-}
-
 /**
  * Polls GET PATH until it passes `check` (the limit is cached per process for a few seconds); at
  * most 10 s. Answers the number of requests.
@@ -276,7 +262,7 @@ async function measure({ databaseUrl, license, token, apiKey }: Setup, configura
     settings.readyTimeoutMs,
   );
   try {
-    organizationId = await raiseBudget(service.withToken(token));
+    organizationId = await raiseRateLimit(service.withToken(token), BUDGET);
     const client = service.withToken(spec.bearer === 'key' ? apiKey : token);
     const probes = await awaitPolicy(client, spec.limited);
 
@@ -411,12 +397,7 @@ async function deleteRedisCounters(organization: string): Promise<void> {
 }
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {
-  const vendor = generateLicenseKeyPair();
-  const key = await issueLicense(
-    { customer: 'bench', tier: 'enterprise', seats: 1000, days: 1, maxRateLimitPerMinute: BUDGET },
-    vendor.privateKeyPem,
-  );
-  const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
+  const license = await throwawayLicense('enterprise', BUDGET);
   const databaseUrl = await databases.create('throttling');
   const setup: Setup = { databaseUrl, license, ...(await prepare(databaseUrl)) };
 

@@ -35,7 +35,6 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { generateLicenseKeyPair, issueLicense } from '../src/modules/licensing/application/license-issuer';
 import {
   brief,
   field,
@@ -59,6 +58,7 @@ import {
   cleanupOnce,
   drainFigures,
   runBenchmark,
+  throwawayLicense,
 } from './support';
 
 const ROOT = resolve(__dirname, '..');
@@ -414,9 +414,7 @@ function printReport(costs: CostRun[], outage: OutageRun): void {
 const cleanup = cleanupOnce(services, databases);
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {
-  const vendor = generateLicenseKeyPair();
-  const key = await issueLicense({ customer: 'bench', tier: 'team', seats: 1000, days: 1 }, vendor.privateKeyPem);
-  const license = { LICENSE_PUBLIC_KEYS: vendor.publicKeyBase64, LICENSE_KEY: key };
+  const license = await throwawayLicense('team');
 
   const costs: CostRun[] = [];
   // off, on, on, off, ...: a noisy machine's slow and fast moments fall on both alike.

@@ -36,7 +36,11 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import {
+  BENCH_WORKFLOW,
+  BENCH_WORKFLOW_INPUT,
+  BENCH_WORKFLOW_OUTPUT,
   brief,
+  createWorkflow,
   field,
   fixed,
   formatRows,
@@ -93,17 +97,9 @@ const HISTORY_INDEX = 'workflow_runs_workflow_created_idx';
 
 const credentials = randomCredentials();
 
-const WORKFLOW = {
-  name: 'bench',
-  steps: [
-    { id: 'a', action: 'transform.jsonata', with: { expression: '$ * 2' }, input: 'input.n' },
-    { id: 'b', action: 'transform.jsonata', with: { expression: '$ + 1' }, input: 'steps.a.output', needs: ['a'] },
-    { id: 'c', action: 'transform.jsonata', with: { expression: '$ + 2' }, input: 'steps.b.output', needs: ['b'] },
-  ],
-  output: 'steps.c.output',
-};
-const INPUT = { input: { n: 5 } };
-const OUTPUT = 13;
+const WORKFLOW = BENCH_WORKFLOW;
+const INPUT = { input: BENCH_WORKFLOW_INPUT };
+const OUTPUT = BENCH_WORKFLOW_OUTPUT;
 
 const services = new Services(ENTRY, ROOT);
 /** Aborted on SIGINT: the load stops so the services can shut down promptly. */
@@ -128,15 +124,6 @@ async function prepareWorkflow(service: JsonClient): Promise<{ client: JsonClien
   const client = await loginAndInstallTransform(service, credentials);
   const { id, version } = await createWorkflow(client, WORKFLOW);
   return { client, workflowId: id, version };
-}
-
-async function createWorkflow(client: JsonClient, definition: object): Promise<{ id: string; version: number }> {
-  const res = await client.request('POST', '/api/workflows', definition);
-  const id = field(res.body, 'id');
-  const version = field(res.body, 'version');
-  if (res.status !== 201 || typeof id !== 'string' || typeof version !== 'number')
-    throw unexpected('workflow creation', res.status, res.body);
-  return { id, version };
 }
 
 /** One synchronous run; null when it answered 200 succeeded with the expected output. */

@@ -40,6 +40,8 @@ export class AppConfig {
   readonly outboundAllowList: string;
   /** WEBHOOK_LOG_RETENTION_DAYS and WEBHOOK_DISABLE_AFTER_DAYS. */
   readonly webhooks: { logRetentionDays: number; disableAfterDays: number };
+  /** HOOK_RATE_LIMIT_PER_SOURCE and _PER_TRIGGER (per minute), TRIGGER_EVENT_RETENTION_DAYS. */
+  readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
   readonly licensePublicKeys: string[];
   /** A license to install at boot. */
@@ -96,6 +98,11 @@ export class AppConfig {
     this.secretsKey = Buffer.from(secretsKey, /^[0-9a-fA-F]{64}$/.test(secretsKey) ? 'hex' : 'base64');
     this.outboundAllowList = env.OUTBOUND_ALLOWLIST;
     this.webhooks = { logRetentionDays: env.WEBHOOK_LOG_RETENTION_DAYS, disableAfterDays: env.WEBHOOK_DISABLE_AFTER_DAYS };
+    this.triggers = {
+      perSourcePerMinute: env.HOOK_RATE_LIMIT_PER_SOURCE,
+      perTriggerPerMinute: env.HOOK_RATE_LIMIT_PER_TRIGGER,
+      eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
+    };
     this.metricsToken = env.METRICS_TOKEN;
     this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
     this.licenseKey = env.LICENSE_KEY;

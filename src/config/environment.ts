@@ -58,6 +58,24 @@ export class Environment {
   @Max(365)
   WEBHOOK_LOG_RETENTION_DAYS = 30;
 
+  /** Requests per minute one sender address may make to inbound webhook triggers (/api/hooks). */
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  HOOK_RATE_LIMIT_PER_SOURCE = 600;
+
+  /** Requests per minute one inbound webhook trigger accepts. */
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  HOOK_RATE_LIMIT_PER_TRIGGER = 1200;
+
+  /** Days the requests inbound webhook triggers received are kept (their events list and replay). */
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  TRIGGER_EVENT_RETENTION_DAYS = 30;
+
   /** Days of nothing but failed deliveries after which an endpoint is disabled. */
   @IsInt()
   @Min(1)
@@ -211,6 +229,9 @@ const NUMERIC = new Set([
   'EXPRESSION_TIMEOUT_MS',
   'WEBHOOK_LOG_RETENTION_DAYS',
   'WEBHOOK_DISABLE_AFTER_DAYS',
+  'HOOK_RATE_LIMIT_PER_SOURCE',
+  'HOOK_RATE_LIMIT_PER_TRIGGER',
+  'TRIGGER_EVENT_RETENTION_DAYS',
 ]);
 
 export class ConfigError extends Error {

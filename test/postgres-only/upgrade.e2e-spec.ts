@@ -51,6 +51,7 @@ const WRITTEN_FOR = [
   '1795688002008-Webhooks',
   '1795697757590-ApiKeys',
   '1795700370613-WorkflowSchedules',
+  '1795708178671-WorkflowTriggers',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];
@@ -429,6 +430,28 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
         nextFireAt: null,
         recent: [{ outcome: 'started', runId: fixture.ids.run }],
       });
+    });
+
+    it('keeps the webhook triggers, their events and their tokens (or starts with none)', async () => {
+      const path = `/api/workflows/${fixture.ids.workflow}/triggers`;
+      if (!had('workflow_triggers')) {
+        expect((await get(path)).body.data).toEqual([]);
+        return;
+      }
+      const res = await get(`${path}/${fixture.ids.trigger}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ scheme: 'bearer', mapping: '{ "n": body.count }', enabled: true });
+      expect(res.body.secret).toBeUndefined();
+      const events = await get(`${path}/${fixture.ids.trigger}/events`);
+      expect(events.body.data).toEqual([expect.objectContaining({ id: fixture.ids.triggerEvent, runId: fixture.ids.run })]);
+      // The sealed token still opens: a repeated delivery answers the recorded run.
+      const hook = await t
+        .http()
+        .post(`/api/hooks/${fixture.ids.trigger}`)
+        .set({ Authorization: `Bearer ${fixture.secrets.triggerToken}`, 'Idempotency-Key': 'crm-delivery-1' })
+        .send({ count: 5 });
+      expect(hook.status).toBe(202);
+      expect(hook.body).toMatchObject({ runId: fixture.ids.run, duplicate: true });
     });
   });
 });

@@ -3,7 +3,7 @@ import argon2 from 'argon2';
 import { SecretBox } from '../../src/shared/crypto/secret-box';
 import { jsonHash } from '../../src/shared/json/canonical-json';
 import { newKeySecret } from '../../src/modules/credentials/domain/key-secret';
-import { newSigningSecret } from '../../src/modules/webhooks/domain/signature';
+import { newSigningSecret } from '../../src/shared/crypto/standard-webhooks';
 
 /** A row as the current schema has it: column name -> value (jsonb columns as JS values). */
 export type Row = Record<string, unknown>;
@@ -49,6 +49,8 @@ export async function upgradeFixture(input: FixtureInput) {
   const signingSecret = newSigningSecret();
   const [serviceAccount, serviceKeyId, personalKeyId] = [id(), id(), id()];
   const schedule = id();
+  const [trigger, triggerEvent] = [id(), id()];
+  const triggerToken = 'plat_hk_upgrade-fixture-trigger-token';
   const serviceKey = newKeySecret('service_account');
   const personalKey = newKeySecret('personal');
   const user = { id: admin, type: 'user' };
@@ -432,6 +434,51 @@ export async function upgradeFixture(input: FixtureInput) {
       'workflow_schedule_occurrences',
       [{ id: 1, schedule_id: schedule, organization_id: acme, scheduled_for: at(1000), outcome: 'started', run_id: run, at: at(1000) }],
     ],
+    [
+      'workflow_triggers',
+      [
+        {
+          id: trigger,
+          organization_id: acme,
+          workflow_id: workflow,
+          name: 'from the CRM',
+          scheme: 'bearer',
+          signature_header: null,
+          signature_encoding: null,
+          signature_prefix: null,
+          sealed_secrets: box.seal(JSON.stringify([{ secret: triggerToken, expiresAt: null }]), `trigger:${trigger}`),
+          mapping: '{ "n": body.count }',
+          dedupe: 'idempotency-key',
+          dedupe_header: null,
+          response_mode: 'async',
+          wait_seconds: 30,
+          workflow_version: null,
+          enabled: true,
+          created_at: at(900),
+          updated_at: at(900),
+        },
+      ],
+    ],
+    [
+      'workflow_trigger_events',
+      [
+        {
+          id: triggerEvent,
+          trigger_id: trigger,
+          organization_id: acme,
+          created_at: at(800),
+          source: '192.0.2.10',
+          status: 'started',
+          run_id: run,
+          dedupe_key: 'crm-delivery-1',
+          error: null,
+          replay_of: null,
+          headers: { 'content-type': 'application/json', 'idempotency-key': 'crm-delivery-1' },
+          query: {},
+          body: { count: 5 },
+        },
+      ],
+    ],
   ];
 
   return {
@@ -450,8 +497,10 @@ export async function upgradeFixture(input: FixtureInput) {
       endpoint,
       message,
       schedule,
+      trigger,
+      triggerEvent,
     },
-    secrets: { refreshToken, httpSecret, signingSecret, serviceKey: serviceKey.key, personalKey: personalKey.key },
+    secrets: { refreshToken, httpSecret, signingSecret, triggerToken, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,
   };
 }

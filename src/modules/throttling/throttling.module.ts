@@ -4,7 +4,9 @@ import { Redis } from 'ioredis';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
 import { Metrics } from '../../shared/metrics/metrics';
+import { OrganizationsModule } from '../organizations/organizations.module';
 import { FailOpenStorage } from './fail-open.storage';
+import { RateLimits } from './rate-limits';
 import { RedisCounters } from './redis-counters';
 
 /** The Redis connection behind the counters, when REDIS_URL is set; closed at shutdown. */
@@ -44,14 +46,16 @@ class RedisConnection implements OnApplicationShutdown {
 }
 
 /**
- * The counters behind every limit (tier rate limits, login attempts): in Redis when
+ * The counters behind every limit (tier rate limits, login attempts, inbound hooks): in Redis when
  * REDIS_URL is set, so every instance counts together (failing open if Redis is away), in
  * this process's memory otherwise.
  */
 @Global()
 @Module({
+  imports: [OrganizationsModule],
   providers: [
     RedisConnection,
+    RateLimits,
     {
       provide: ThrottlerStorage,
       inject: [RedisConnection, Metrics],
@@ -67,6 +71,6 @@ class RedisConnection implements OnApplicationShutdown {
       },
     },
   ],
-  exports: [ThrottlerStorage],
+  exports: [ThrottlerStorage, RateLimits],
 })
 export class ThrottlingModule {}

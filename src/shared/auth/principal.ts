@@ -29,8 +29,11 @@ export type ApiTrigger = { type: 'user'; id: string } | { type: 'api_key'; id: s
 /** A workflow schedule's occurrence (`scheduledFor`, ISO 8601). */
 export type ScheduleTrigger = { type: 'schedule'; id: string; scheduledFor: string };
 
+/** A request to a workflow's inbound webhook trigger, recorded as the trigger's event. */
+export type WebhookTrigger = { type: 'webhook'; id: string; eventId: string };
+
 /** What started an execution or a run, as its `triggeredBy` shows it. */
-export type Trigger = ApiTrigger | ScheduleTrigger | { type: 'workflow_run'; id: string };
+export type Trigger = ApiTrigger | ScheduleTrigger | WebhookTrigger | { type: 'workflow_run'; id: string };
 
 /** The trigger of something a caller starts through the API. */
 export function triggerOf(principal: Principal): ApiTrigger {

@@ -2,10 +2,12 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /** What started an execution or a run. */
 export class TriggerResponse {
-  @ApiProperty({ enum: ['user', 'api_key', 'schedule', 'workflow_run'] }) type!: string;
-  @ApiProperty({ format: 'uuid', description: 'The user, the API key, the schedule or the workflow run' }) id!: string;
+  @ApiProperty({ enum: ['user', 'api_key', 'schedule', 'webhook', 'workflow_run'] }) type!: string;
+  @ApiProperty({ format: 'uuid', description: 'The user, the API key, the schedule, the webhook trigger or the workflow run' }) id!: string;
   @ApiPropertyOptional({ format: 'uuid', description: 'The service account that holds the key (type api_key)' })
   serviceAccountId?: string;
   @ApiPropertyOptional({ format: 'date-time', description: 'The occurrence of the schedule that started it (type schedule)' })
   scheduledFor?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'The event of the webhook trigger that started it (type webhook)' })
+  eventId?: string;
 }

@@ -6,3 +6,6 @@ import { ValidateIf } from 'class-validator';
  * rules refuse it with 400, instead of letting it reach a NOT NULL column as a 500.
  */
 export const Optional = (): PropertyDecorator => ValidateIf((_object, value) => value !== undefined);
+
+/** An optional field that may also be sent as null (clearing it): only other values are validated. */
+export const OptionalOrNull = (): PropertyDecorator => ValidateIf((_object, value) => value !== undefined && value !== null);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { json, urlencoded } from 'express';
+import { json, raw, urlencoded } from 'express';
 import { DomainError } from '../errors/domain-error';
 
 /** Deeper bodies are refused before validation walks them recursively. */
@@ -30,15 +30,20 @@ function isJson(req: Request): boolean {
 }
 
 const SAML_ACS = /^\/api\/auth\/saml\/[^/]+\/acs$/;
+/** Inbound webhook triggers: signatures are over the exact bytes, and senders send what they send. */
+const HOOK = /^\/api\/hooks\/[^/]+$/;
 
 /**
- * JSON only (but the SAML ACS route's form post): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
+ * JSON only (but the SAML ACS route's form post, and the raw bytes of any type for inbound
+ * webhook triggers, which parse them once the signature is checked): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
  * parser's errors are mapped by the exception filter), nested deeper than MAX_JSON_DEPTH 400.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = json({ limit: limitBytes, type: () => true, strict: false });
   const form = urlencoded({ limit: limitBytes, extended: false, parameterLimit: 10 });
+  const bytes = raw({ limit: limitBytes, type: () => true });
   return [
+    (req, res, next) => (req.method === 'POST' && HOOK.test(req.path) ? bytes(req, res, next) : next()),
     // The one form post: an identity provider's SAML response (HTTP-POST binding).
     (req, res, next) =>
       req.method === 'POST' && SAML_ACS.test(req.path) && req.is('application/x-www-form-urlencoded') ? form(req, res, next) : next(),
@@ -51,6 +56,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     },
     (req, res, next) => (hasBody(req) && req.body === undefined ? parse(req, res, next) : next()),
     (req, _res, next) => {
+      if (Buffer.isBuffer(req.body)) return next();
       if (req.body !== undefined && depthExceeds(req.body, MAX_JSON_DEPTH)) {
         return next(
           new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [

@@ -1,8 +1,7 @@
-import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { InjectThrottlerStorage, ThrottlerStorage } from '@nestjs/throttler';
 import { AppConfig } from '../../../config/app-config';
-import { DomainError } from '../../../shared/errors/domain-error';
+import { clientKey, countOrRefuse } from '../../throttling/rate-limits';
 
 /**
  * Counts login attempts per client address and per address and email in a fixed window (in
@@ -40,31 +39,7 @@ export class LoginLimiter {
     );
   }
 
-  private async count(key: string, limit: number, message: string): Promise<void> {
-    const { windowSeconds } = this.config.loginLimits;
-    const ttl = windowSeconds * 1000;
-    const record = await this.storage.increment(key, ttl, limit, ttl, 'login');
-    if (record.totalHits > limit) {
-      const retryAfter = Math.max(1, Math.ceil((record.isBlocked ? record.timeToBlockExpire : record.timeToExpire) || windowSeconds));
-      throw new DomainError('RATE_LIMIT_EXCEEDED', message, undefined, { 'Retry-After': String(retryAfter) });
-    }
+  private count(key: string, limit: number, message: string): Promise<void> {
+    return countOrRefuse(this.storage, 'login', key, limit, this.config.loginLimits.windowSeconds, message);
   }
-}
-
-/**
- * What a client is counted by: its IPv4 address (an IPv4-mapped IPv6 one included), or the /64
- * of an IPv6 address, since one host commonly holds a whole /64.
- */
-export function clientKey(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return mapped[1];
-  if (isIP(ip) !== 6) return ip;
-  const [head, tail = ''] = ip.toLowerCase().split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = ip.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
 }

@@ -16,7 +16,7 @@ import {
 } from 'class-validator';
 import { Role, ROLES } from '../../../shared/auth/principal';
 import { Scope, SCOPES } from '../../../shared/auth/scopes';
-import { Optional } from '../../../shared/http/optional.decorator';
+import { Optional, OptionalOrNull } from '../../../shared/http/optional.decorator';
 import { IssuedKey } from '../application/api-keys.service';
 import { ApiKey, DEFAULT_LIFETIME_DAYS, MAX_GRACE_SECONDS } from '../domain/api-key';
 import { KeyEvent } from '../domain/api-key.repository';
@@ -100,7 +100,7 @@ export class CreateApiKeyRequest {
     format: 'date-time',
     description: `When the key stops working; left out, in ${DEFAULT_LIFETIME_DAYS} days (or the organization's cap); null: never (enterprise tier, no cap set)`,
   })
-  @ValidateIf((_o, value) => value !== undefined && value !== null)
+  @OptionalOrNull()
   @IsISO8601({ strict: true })
   expiresAt?: string | null;
 }

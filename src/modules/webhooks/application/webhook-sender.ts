@@ -14,7 +14,7 @@ import { Metrics } from '../../../shared/metrics/metrics';
 import { WebhookEndpoint } from '../domain/endpoint';
 import { DeliveryAttempt, WebhookMessage } from '../domain/message';
 import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
-import { signatureHeader } from '../domain/signature';
+import { signatureHeader } from '../../../shared/crypto/standard-webhooks';
 import { EndpointRepository, MessageRepository, StartedDelivery } from '../domain/webhook.repository';
 import { DELIVERY_JOB_OPTIONS, DeliveryJobs } from './delivery-jobs';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { isEventPattern, matchesPattern } from './event-types';
-import { newSigningSecret } from './signature';
+import { newSigningSecret } from '../../../shared/crypto/standard-webhooks';
 
 /** A signing secret; one that is being rotated out signs until `expiresAt`. */
 export interface SigningSecret {

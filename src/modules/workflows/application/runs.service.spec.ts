@@ -168,7 +168,16 @@ describe('RunsService', () => {
     runs = new InMemoryRunRepository();
     jobs = new RecordingRunJobs(runs);
     // Only `get` of WorkflowsService is used here: it reads the repository; its other collaborators are not.
-    const workflows = new WorkflowsService(workflowRows, {} as never, {} as never, {} as never, {} as never, {} as never, {} as never);
+    const workflows = new WorkflowsService(
+      workflowRows,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+    );
     service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs);
   });
 

@@ -7,7 +7,7 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { WORKFLOW_LIMITS } from '../domain/definition';
+import { WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { Run } from '../domain/run';
 import { HistoryFilter, RunRepository, WorkflowRepository } from '../domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
@@ -20,6 +20,10 @@ export interface RunRequest {
   waitSeconds: number;
   idempotencyKey?: string;
   triggeredBy: Run['triggeredBy'];
+  /** A version to run; unset: the current one. */
+  version?: number | null;
+  /** The run's id, when the caller recorded it already (a trigger's event). */
+  runId?: string;
 }
 
 export function runNotFound(): DomainError {
@@ -71,16 +75,16 @@ export class RunsService {
   @Transactional()
   async enqueue(organizationId: string, request: Omit<RunRequest, 'waitSeconds'>): Promise<Submitted<Run>> {
     const workflow = await this.workflows.get(organizationId, request.workflowId);
-    const { definition } = workflow;
+    const { version, definition } = request.version ? await this.pinned(workflow.id, request.version) : workflow;
     if (definition.inputSchema)
-      assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${workflow.name}'`);
+      assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
     const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
     return this.jobs.enqueue({
       record: {
-        id: randomUUID(),
+        id: request.runId ?? randomUUID(),
         organizationId,
         workflowId: workflow.id,
-        workflowVersion: workflow.version,
+        workflowVersion: version,
         status: 'queued',
         input: request.input ?? null,
         output: null,
@@ -109,5 +113,16 @@ export class RunsService {
         ? { organizationId, scope: `workflow:${workflow.id}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
     });
+  }
+
+  /** A version of the workflow that was saved (a trigger pins one). */
+  async pinned(workflowId: string, version: number): Promise<{ version: number; definition: WorkflowDefinition }> {
+    const found = await this.workflowRows.version(workflowId, version);
+    if (!found) {
+      throw new DomainError('VALIDATION_FAILED', `The workflow has no version ${version}`, [
+        { path: 'workflowVersion', message: `workflowVersion ${version} does not exist` },
+      ]);
+    }
+    return found;
   }
 }

@@ -11,6 +11,7 @@ import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { DefinitionContext, JsonObject } from '../domain/definition';
 import { ScheduleRepository } from '../domain/schedule.repository';
+import { TriggerRepository } from '../domain/trigger.repository';
 import { Workflow } from '../domain/workflow';
 import { WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
 
@@ -28,6 +29,7 @@ export class WorkflowsService implements OnModuleInit {
     private readonly agentUsage: AgentUsage,
     private readonly pluginUsage: PluginUsage,
     private readonly schedules: ScheduleRepository,
+    private readonly triggers: TriggerRepository,
   ) {}
 
   onModuleInit(): void {
@@ -72,12 +74,15 @@ export class WorkflowsService implements OnModuleInit {
     return this.workflows.versions(caller.organizationId, id, page);
   }
 
-  /** Runs stay readable; a run in flight finishes with the version it pinned. */
-  /** Its schedules go with it, in the same transaction. */
+  /**
+   * Runs stay readable; a run in flight finishes with the version it pinned. Its schedules and
+   * webhook triggers (with their events) go with it, in the same transaction.
+   */
   @Transactional()
   async delete(caller: Principal, id: string): Promise<void> {
     if (!(await this.workflows.delete(caller.organizationId, id))) throw workflowNotFound();
     await this.schedules.deleteOfWorkflow(caller.organizationId, id);
+    await this.triggers.deleteOfWorkflow(caller.organizationId, id);
   }
 
   /** What the definition's references resolve to in this organization, looked up once. */

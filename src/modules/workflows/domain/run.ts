@@ -1,4 +1,4 @@
-import type { ApiTrigger, ScheduleTrigger } from '../../../shared/auth/principal';
+import type { ApiTrigger, ScheduleTrigger, WebhookTrigger } from '../../../shared/auth/principal';
 import { Failure } from '../../../shared/jobs/outcome';
 import { StepDefinition } from './definition';
 
@@ -34,7 +34,7 @@ export interface Run {
   /** The run's bound, from its version. */
   timeoutMs: number;
   jobId: string | null;
-  triggeredBy: ApiTrigger | ScheduleTrigger;
+  triggeredBy: ApiTrigger | ScheduleTrigger | WebhookTrigger;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;

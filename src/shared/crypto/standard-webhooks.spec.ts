@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { newSigningSecret, signatureHeader, verifySignature } from './signature';
+import { newSigningSecret, signatureHeader, verifySignature } from './standard-webhooks';
 
 describe('Standard Webhooks signatures', () => {
   const body = JSON.stringify({ type: 'webhook.test', timestamp: '2026-01-01T00:00:00.000Z', data: { endpointId: 'e' } });

@@ -1,4 +1,4 @@
-import { clientKey } from './login-limiter';
+import { clientKey } from './rate-limits';
 
 describe('clientKey', () => {
   it.each([

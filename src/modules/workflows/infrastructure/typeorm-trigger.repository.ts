@@ -1,0 +1,141 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { LessThan } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { AppConfig } from '../../../config/app-config';
+import { keysetPage } from '../../../database/keyset';
+import { SecretBox } from '../../../shared/crypto/secret-box';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { Trigger, TriggerSecret } from '../domain/trigger';
+import { TriggerEvent, TriggerEventRepository, TriggerEventSummary, TriggerRepository } from '../domain/trigger.repository';
+import { TriggerEventRow, WorkflowTriggerRow } from './workflow.orm-entities';
+
+/** Triggers with their secrets sealed (AES-256-GCM, bound to the trigger's id). */
+@Injectable()
+export class TypeOrmTriggerRepository extends TriggerRepository {
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    config: AppConfig,
+  ) {
+    super();
+    this.box = new SecretBox(config.secretsKey);
+  }
+
+  private get rows() {
+    return this.txHost.tx.getRepository(WorkflowTriggerRow);
+  }
+
+  async insert(trigger: Trigger): Promise<void> {
+    await this.rows.insert(this.toRow(trigger));
+  }
+
+  async update(trigger: Trigger): Promise<void> {
+    await this.rows.update({ id: trigger.id, organizationId: trigger.organizationId }, this.toRow(trigger));
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Trigger | null> {
+    const row = await this.rows.findOneBy({ organizationId, workflowId, id });
+    return row ? this.toDomain(row) : null;
+  }
+
+  async findLive(id: string): Promise<Trigger | null> {
+    const row = await this.rows
+      .createQueryBuilder('t')
+      .innerJoin('workflows', 'w', 'w.id = t.workflow_id AND w.deleted_at IS NULL')
+      .where('t.id = :id AND t.enabled', { id })
+      .getOne();
+    return row ? this.toDomain(row) : null;
+  }
+
+  async list(organizationId: string, workflowId: string, page: PageRequest): Promise<Page<Trigger>> {
+    const qb = this.rows.createQueryBuilder('t').where('t.organizationId = :organizationId AND t.workflowId = :workflowId', {
+      organizationId,
+      workflowId,
+    });
+    return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => this.toDomain(row));
+  }
+
+  async countForCreate(workflowId: string): Promise<number> {
+    await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtext('workflow-triggers:' || $1))`, [workflowId]);
+    return this.rows.countBy({ workflowId });
+  }
+
+  async delete(organizationId: string, workflowId: string, id: string): Promise<boolean> {
+    return ((await this.rows.delete({ organizationId, workflowId, id })).affected ?? 0) > 0;
+  }
+
+  async deleteOfWorkflow(organizationId: string, workflowId: string): Promise<void> {
+    await this.rows.delete({ organizationId, workflowId });
+  }
+
+  private toRow(trigger: Trigger): WorkflowTriggerRow {
+    const { secrets, ...props } = trigger.toProps();
+    const sealed = secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt?.toISOString() ?? null }));
+    return { ...props, sealedSecrets: this.box.seal(JSON.stringify(sealed), `trigger:${trigger.id}`) };
+  }
+
+  private toDomain(row: WorkflowTriggerRow): Trigger {
+    const { sealedSecrets, organization: _o, workflow: _w, ...props } = row;
+    const sealed = JSON.parse(this.box.open(sealedSecrets, `trigger:${row.id}`)) as Array<{ secret: string; expiresAt: string | null }>;
+    const secrets: TriggerSecret[] = sealed.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt ? new Date(s.expiresAt) : null }));
+    return Trigger.rehydrate({ ...props, secrets });
+  }
+}
+
+const SUMMARY: Array<keyof TriggerEventRow> = [
+  'id',
+  'triggerId',
+  'organizationId',
+  'createdAt',
+  'source',
+  'status',
+  'runId',
+  'dedupeKey',
+  'error',
+  'replayOf',
+];
+
+@Injectable()
+export class TypeOrmTriggerEventRepository extends TriggerEventRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  private get rows() {
+    return this.txHost.tx.getRepository(TriggerEventRow);
+  }
+
+  async insert(event: TriggerEvent): Promise<boolean> {
+    const result = await this.rows
+      .createQueryBuilder()
+      .insert()
+      .values({ ...event, query: event.query as object, body: event.body as object } as QueryDeepPartialEntity<TriggerEventRow>)
+      .orIgnore()
+      .returning('id')
+      .execute();
+    return result.raw.length > 0;
+  }
+
+  async findByDedupeKey(triggerId: string, dedupeKey: string): Promise<TriggerEvent | null> {
+    return this.rows.findOneBy({ triggerId, dedupeKey });
+  }
+
+  async find(organizationId: string, triggerId: string, id: string): Promise<TriggerEvent | null> {
+    return this.rows.findOneBy({ organizationId, triggerId, id });
+  }
+
+  async list(organizationId: string, triggerId: string, page: PageRequest): Promise<Page<TriggerEventSummary>> {
+    const qb = this.rows
+      .createQueryBuilder('e')
+      .select(SUMMARY.map((column) => `e.${column}`))
+      .where('e.organizationId = :organizationId AND e.triggerId = :triggerId', { organizationId, triggerId });
+    return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => row);
+  }
+
+  async purge(before: Date): Promise<number> {
+    return (await this.rows.delete({ createdAt: LessThan(before) })).affected ?? 0;
+  }
+}

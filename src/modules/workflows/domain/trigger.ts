@@ -226,7 +226,7 @@ function standardWebhooksProblem(request: InboundRequest, secrets: string[], now
 function bearerProblem(request: InboundRequest, secrets: string[]): string | null {
   const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization ?? '');
   if (!match) return 'An Authorization: Bearer header with the trigger token is required';
-  return secrets.some((secret) => sameText(match[1], secret)) ? null : 'The bearer token is not this trigger's';
+  return secrets.some((secret) => sameText(match[1], secret)) ? null : "The bearer token is not this trigger's";
 }
 
 /** Equal texts, compared in time independent of where they differ (digests make the lengths equal). */

@@ -81,6 +81,7 @@ describe('route access declarations', () => {
     expect(publicRoutes.sort()).toEqual([
       'AuthController.login',
       'AuthController.refresh',
+      'HooksController.receive',
       'OperationsController.live',
       'OperationsController.ready',
       'OperationsController.scrape',

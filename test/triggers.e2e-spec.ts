@@ -387,7 +387,7 @@ describe('inbound webhook triggers', () => {
     });
 
     it('takes every hmac-sha256 option and an own secret, and answers them as given', async () => {
-      const own = 'my own shared secret 0123456789';
+      const own = 'my-own-shared-secret-0123456789';
       const body = await created(workflowId, {
         name: 'partner',
         scheme: 'hmac-sha256',
@@ -1006,7 +1006,7 @@ describe('inbound webhook triggers', () => {
 
     it('takes its own header, base64, no prefix and an own secret', async () => {
       const workflowId = await echo();
-      const secret = 'our shared secret, 42 characters long!';
+      const secret = 'our-shared-secret_42-characters-long!';
       const trigger = await created(workflowId, {
         scheme: 'hmac-sha256',
         secret,
@@ -1259,12 +1259,12 @@ describe('inbound webhook triggers', () => {
       expect((await rotate(workflowId, token.id, { graceSeconds: 0 })).status).toBe(200);
       expectError(await withBearer(token, { n: 3 }, {}, '', rotated.body.secret as string), 401, 'UNAUTHORIZED');
 
-      const signed = await created(workflowId, { scheme: 'hmac-sha256', secret: 'the first shared secret' });
+      const signed = await created(workflowId, { scheme: 'hmac-sha256', secret: 'the-first-shared-secret' });
       const next = await rotate(workflowId, signed.id, { graceSeconds: 0 });
       expect(next.status).toBe(200);
       expect(next.body.secret).toMatch(/^[\x20-\x7e]{16,256}$/);
       accepted(await withHub(signed, next.body.secret as string, { n: 1 }), signed);
-      expectError(await withHub(signed, 'the first shared secret', { n: 1 }), 401, 'UNAUTHORIZED');
+      expectError(await withHub(signed, 'the-first-shared-secret', { n: 1 }), 401, 'UNAUTHORIZED');
     });
 
     it.each([-1, 604_801, 1.5, '60', null])('refuses graceSeconds %j with 400, and keeps the secret', async (graceSeconds) => {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import { INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -6,6 +7,7 @@ import { configureApp } from './app.factory';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ConfigError, parseEnvironment } from './config/environment';
+import { startupLine } from './config/startup-line';
 import { ShutdownDrain } from './modules/operations/shutdown-drain';
 
 async function bootstrap(): Promise<void> {
@@ -19,6 +21,7 @@ async function bootstrap(): Promise<void> {
     });
   }
   await app.listen(config.http.port, config.http.host);
+  new Logger('Platform').log(startupLine(config, (app.getHttpServer() as Server).address()));
 }
 
 /**

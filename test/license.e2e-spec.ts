@@ -52,6 +52,13 @@ describe('license', () => {
     await t.http().delete('/api/license').set(bearer(operator));
     const license = await t.http().get('/api/license').set(bearer(operator));
     expect(license.body).toEqual({ status: 'none', warnings: [expect.stringContaining('No license')] });
+    expect((await t.http().get('/api/subscription').set(bearer(home.viewer))).body.license).toEqual({
+      status: 'none',
+      customer: null,
+      tier: null,
+      expiresAt: null,
+      verifiedBy: null,
+    });
     const refused = await createOrg('team');
     expect(refused.status).toBe(403);
     expect(refused.body.error).toMatchObject({ code: 'LICENSE_REQUIRED', status: 403 });
@@ -68,7 +75,9 @@ describe('license', () => {
       tier: 'team',
       seats: 500,
       maxRateLimitPerMinute: 900,
-      warnings: [],
+      // The suite's vendor key is a throwaway one added with LICENSE_PUBLIC_KEYS: shown for what it is.
+      verifiedBy: 'environment',
+      warnings: [expect.stringContaining("verified against a key from LICENSE_PUBLIC_KEYS (the environment), not against the vendor's keys")],
     });
     expect((await createOrg('team')).status).toBe(201);
     const above = await createOrg('enterprise');
@@ -84,7 +93,8 @@ describe('license', () => {
       rateLimit: { tier: 'team', limit: 500 },
       features: ['webhooks'],
       seats: { used: expect.any(Number), allowed: 500 },
-      license: { status: 'valid', customer: 'Acme', tier: 'team' },
+      license: { status: 'valid', customer: 'Acme', tier: 'team', verifiedBy: 'environment' },
+      warnings: [expect.stringContaining('LICENSE_PUBLIC_KEYS')],
     });
   });
 
@@ -119,13 +129,14 @@ describe('license', () => {
     const lastYear = new Date(Date.now() - 400 * 86400_000);
     const res = await install(await issueLicense(grant({ tier: 'enterprise', days: 30 }), VENDOR_KEY, lastYear));
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'expired', tier: 'enterprise', warnings: [expect.stringContaining('expired')] });
+    const warnings = [expect.stringContaining('expired'), expect.stringContaining('LICENSE_PUBLIC_KEYS')];
+    expect(res.body).toMatchObject({ status: 'expired', tier: 'enterprise', warnings });
     const subscription = await t.http().get('/api/subscription').set(bearer(home.viewer));
     expect(subscription.body).toMatchObject({
       tier: 'starter',
       assignedTier: 'team',
       license: { status: 'expired' },
-      warnings: [expect.stringContaining('expired')],
+      warnings,
     });
     expect((await createOrg('team')).body.error.code).toBe('LICENSE_REQUIRED');
   });
@@ -236,4 +247,34 @@ describe('license', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'valid', customer: 'Tool Co', tier: 'team', seats: 1000000 });
   }, 60_000);
+});
+
+/**
+ * Without LICENSE_PUBLIC_KEYS only the vendor's keys, built into the release, verify a
+ * license: one signed by any other key (the suite's throwaway one included) is refused, and the
+ * one installed by the suite counts as none.
+ */
+describe('license without LICENSE_PUBLIC_KEYS', () => {
+  let t: TestApp;
+  let operator: TestUser;
+  let home: TestOrg;
+
+  beforeAll(async () => {
+    t = await createTestApp({ env: { LICENSE_PUBLIC_KEYS: undefined, LICENSE_KEY: undefined } });
+    home = await t.newOrg();
+    operator = await t.addUser(home.id, 'member', { isOperator: true });
+  });
+  afterAll(() => t.close());
+
+  it('refuses a license signed by a throwaway key with LICENSE_INVALID, and shows no license', async () => {
+    const before = await t.app.get(DataSource).query<Array<{ key: string }>>('SELECT key FROM installation_license');
+    const res = await t.http().put('/api/license').set(bearer(operator)).send({ key: await issueLicense(grant(), VENDOR_KEY) });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'LICENSE_INVALID', status: 400, message: expect.stringContaining("vendor's keys") });
+    expect(await t.app.get(DataSource).query('SELECT key FROM installation_license')).toEqual(before);
+    const license = await t.http().get('/api/license').set(bearer(operator));
+    expect(license.body).toEqual({ status: 'none', warnings: [expect.stringContaining('No license')] });
+    const subscription = await t.http().get('/api/subscription').set(bearer(home.viewer));
+    expect(subscription.body).toMatchObject({ tier: 'starter', license: { status: 'none', verifiedBy: null } });
+  });
 });

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
 import { install } from './support/agents';
 import { eventually } from './support/eventually';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
@@ -362,6 +363,11 @@ describe('inbound webhook triggers', () => {
       }
       for (const item of later[2].body.data as Trigger[]) expect(Object.keys(item).sort()).toEqual(TRIGGER_KEYS);
       expect(Object.keys(later[3].body as object).sort()).toEqual(TRIGGER_KEYS);
+
+      // Stored sealed, never as written.
+      const rows: unknown[] = await t().app.get(DataSource).query('SELECT * FROM workflow_triggers WHERE id = $1', [body.id]);
+      expect(rows).toHaveLength(1);
+      expect(JSON.stringify(rows)).not.toContain(secret.slice('whsec_'.length));
     });
 
     it('creates an hmac-sha256 trigger with the GitHub defaults and a generated secret', async () => {
@@ -434,6 +440,14 @@ describe('inbound webhook triggers', () => {
     it('keeps an own standard-webhooks secret', async () => {
       const own = whsec(24);
       expect((await created(workflowId, { scheme: 'standard-webhooks', secret: own })).secret).toBe(own);
+    });
+
+    it('takes an own hmac-sha256 secret of any printable characters, spaces too, and verifies with it', async () => {
+      // A secret a sender already has (GitHub takes any string): printable ASCII includes the space.
+      const own = 'correct horse battery staple';
+      const res = await create(workflowId, { scheme: 'hmac-sha256', secret: own, mapping: "{ 'n': body.n }" });
+      expect({ status: res.status, secret: res.body.secret as unknown }).toEqual({ status: 201, secret: own });
+      accepted(await withHub(res.body as Trigger, own, { n: 1 }), res.body as Trigger);
     });
 
     it('changes a trigger with PATCH; refuses scheme and secret and changes nothing then', async () => {
@@ -525,6 +539,14 @@ describe('inbound webhook triggers', () => {
       expect((await remove(full, made[0].id)).status).toBe(204);
       expect((await create(full, { scheme: 'bearer' })).status).toBe(201);
     });
+
+    it('holds the limit of 20 when the creates race', async () => {
+      const full = await echo();
+      const attempts = await Promise.all(Array.from({ length: 23 }, () => create(full, { scheme: 'bearer' })));
+      expect(attempts.filter((r) => r.status === 201)).toHaveLength(20);
+      for (const refused of attempts.filter((r) => r.status !== 201)) expectError(refused, 409, 'TRIGGER_LIMIT_REACHED');
+      expect((await list(full, org().viewer, '?limit=100')).body.data).toHaveLength(20);
+    });
   });
 
   describe('validation', () => {
@@ -545,6 +567,11 @@ describe('inbound webhook triggers', () => {
       ['an hmac-sha256 secret of 257 characters', { scheme: 'hmac-sha256', secret: 'x'.repeat(257) }, 'secret'],
       ['an hmac-sha256 secret with a control character', { scheme: 'hmac-sha256', secret: `${'x'.repeat(20)}\n` }, 'secret'],
       ['a mapping that is not JSONata', { scheme: 'bearer', mapping: "{ 'n': body.( }" }, 'mapping'],
+      [
+        'a mapping with a regex the linear-time engine cannot run',
+        { scheme: 'bearer', mapping: '$contains(body.text, /^(a+)+(?=b)/)' },
+        'mapping',
+      ],
       ['a workflowVersion that does not exist', { scheme: 'bearer', workflowVersion: 99 }, 'workflowVersion'],
       ['a workflowVersion of 0', { scheme: 'bearer', workflowVersion: 0 }, 'workflowVersion'],
       ['a workflowVersion that is not a number', { scheme: 'bearer', workflowVersion: 'one' }, 'workflowVersion'],
@@ -935,6 +962,33 @@ describe('inbound webhook triggers', () => {
       const next = accepted(await withStandard(trigger, trigger.secret, { attempt: 1 }, { id: `msg_${randomUUID()}` }), trigger);
       expect(next.runId).not.toBe(first.runId);
       expect((await runsOf(trigger.workflowId)).map((r) => r.id).sort()).toEqual([first.runId, next.runId].sort());
+
+      // A known webhook-id with a bad signature is refused, not answered as a duplicate.
+      const payload = JSON.stringify({ attempt: 1 });
+      const forged = await hook(trigger, payload, { ...standardSigned(whsec(), payload, { id }) });
+      expectError(forged, 401, 'UNAUTHORIZED');
+      expect(JSON.stringify(forged.body)).not.toContain(first.runId);
+    });
+
+    it('starts one run for one webhook-id sent five times at once', async () => {
+      const trigger = await fresh();
+      const id = `msg_${randomUUID()}`;
+      const answers = await Promise.all(Array.from({ length: 5 }, () => withStandard(trigger, trigger.secret, { burst: true }, { id })));
+      expect(answers.map((r) => r.status)).toEqual([202, 202, 202, 202, 202]);
+      const runIds = new Set(answers.map((r) => r.body.runId as string));
+      expect(runIds.size).toBe(1);
+      expect(answers.filter((r) => r.body.duplicate === false)).toHaveLength(1);
+      expect((await runsOf(trigger.workflowId)).map((r) => r.id)).toEqual([...runIds]);
+    });
+
+    it('dedupes per trigger: the same webhook-id at another trigger is another run', async () => {
+      const one = await fresh();
+      const two = await created(one.workflowId, { scheme: 'standard-webhooks' });
+      const id = `msg_${randomUUID()}`;
+      const x = accepted(await withStandard(one, one.secret, { a: 1 }, { id }), one);
+      const y = accepted(await withStandard(two, two.secret, { a: 1 }, { id }), two);
+      expect(x.runId).not.toBe(y.runId);
+      expect(await runsOf(one.workflowId)).toHaveLength(2);
     });
 
     it("maps with the trigger's mapping: the run input is the mapping's result", async () => {
@@ -1145,6 +1199,20 @@ describe('inbound webhook triggers', () => {
       expect(await settled(workflowId, answer.runId)).toMatchObject({ input: { n: 21 }, output: 42 });
     });
 
+    it.each([
+      ['never ends', "( $f := function($x){ $f($x + 1) }; { 'n': $f(0) } )"],
+      ['allocates without end', "{ 'n': $count($sort([1..100000])) }"],
+      ['builds a huge string', "{ 'n': $length($pad('', 500000000, 'x')) }"],
+    ])('refuses a mapping that %s as a failed mapping (400, a refused event); the trigger keeps working', async (_what, mapping) => {
+      const workflowId = await doubling();
+      const trigger = await created(workflowId, { scheme: 'bearer', mapping });
+      expectError(await withBearer(trigger, { n: 1 }), 400, 'VALIDATION_FAILED');
+      expect(await runsOf(workflowId)).toEqual([]);
+      expect((await events(trigger)).map((e) => [e.status, e.runId])).toEqual([['refused', null]]);
+      expect((await patch(workflowId, trigger.id, { mapping: "{ 'n': body.n }" })).status).toBe(200);
+      accepted(await withBearer(trigger, { n: 1 }), trigger);
+    });
+
     it("refuses an input the workflow's inputSchema refuses: 400 VALIDATION_FAILED, a refused event, no run", async () => {
       const workflowId = await doubling();
       const plain = await created(workflowId, { scheme: 'bearer' });
@@ -1182,6 +1250,25 @@ describe('inbound webhook triggers', () => {
         output: 42,
         triggeredBy: { type: 'webhook', id: trigger.id, eventId: res.body.eventId },
       });
+    });
+
+    it('answers a duplicate the same way: 200 with the earlier run and its output, duplicate true', async () => {
+      const workflowId = await doubling();
+      const trigger = await created(workflowId, { scheme: 'bearer', responseMode: 'sync', waitSeconds: 20 });
+      const key = randomUUID();
+      const first = await withBearer(trigger, { n: 4 }, { 'Idempotency-Key': key });
+      expect(first.body).toMatchObject({ status: 'succeeded', output: 8, duplicate: false });
+      const again = await withBearer(trigger, { n: 4 }, { 'Idempotency-Key': key });
+      expect(again.status).toBe(200);
+      expect(again.body).toEqual({
+        eventId: expect.any(String),
+        runId: first.body.runId,
+        status: 'succeeded',
+        output: 8,
+        error: null,
+        duplicate: true,
+      });
+      expect(await runsOf(workflowId)).toHaveLength(1);
     });
 
     it('answers 200 with the error of a run that failed', async () => {
@@ -1267,6 +1354,17 @@ describe('inbound webhook triggers', () => {
       expectError(await withHub(signed, 'the-first-shared-secret', { n: 1 }), 401, 'UNAUTHORIZED');
     });
 
+    it('stops the old secret once a short grace has passed', async () => {
+      const workflowId = await echo();
+      const trigger = await created(workflowId, { scheme: 'bearer' });
+      const res = await rotate(workflowId, trigger.id, { graceSeconds: 1 });
+      expect(res.status).toBe(200);
+      accepted(await withBearer(trigger, { n: 1 }, {}, '', res.body.secret as string), trigger);
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      expectError(await withBearer(trigger, { n: 2 }), 401, 'UNAUTHORIZED');
+      accepted(await withBearer(trigger, { n: 3 }, {}, '', res.body.secret as string), trigger);
+    });
+
     it.each([-1, 604_801, 1.5, '60', null])('refuses graceSeconds %j with 400, and keeps the secret', async (graceSeconds) => {
       const workflowId = await echo();
       const trigger = await created(workflowId, { scheme: 'bearer' });
@@ -1292,7 +1390,8 @@ describe('inbound webhook triggers', () => {
         await withBearer(
           trigger,
           { n: 4 },
-          { Cookie: 'session=cookie-secret-value', 'X-Custom': 'yes', 'Idempotency-Key': key },
+          // X-Forwarded-For is not believed without TRUST_PROXY: the source stays the peer's address.
+          { Cookie: 'session=cookie-secret-value', 'X-Custom': 'yes', 'Idempotency-Key': key, 'X-Forwarded-For': '203.0.113.9' },
           '?a=1&b=two',
         ),
         trigger,
@@ -1331,6 +1430,13 @@ describe('inbound webhook triggers', () => {
       const shown = JSON.stringify(detail.body);
       expect(shown).not.toContain(trigger.secret);
       expect(shown).not.toContain('cookie-secret-value');
+      // Not kept at all.
+      const rows: unknown[] = await t()
+        .app.get(DataSource)
+        .query('SELECT * FROM workflow_trigger_events WHERE trigger_id = $1', [trigger.id]);
+      expect(rows).toHaveLength(2);
+      expect(JSON.stringify(rows)).not.toContain(trigger.secret);
+      expect(JSON.stringify(rows)).not.toContain('cookie-secret-value');
 
       // Paged with a cursor.
       const first = await a.eventsRes(trigger, org().viewer, '?limit=1');
@@ -1376,6 +1482,25 @@ describe('inbound webhook triggers', () => {
       expect((await eventRes(trigger, original.eventId)).body).toMatchObject({ runId: original.runId, replayOf: null });
     });
 
+    it('replays a refused event once the mapping is fixed: a run from the stored request', async () => {
+      const workflowId = await doubling();
+      const trigger = await created(workflowId, { scheme: 'bearer', mapping: "{ 'n': body.count }" });
+      expectError(await withBearer(trigger, { amount: 6 }), 400, 'VALIDATION_FAILED');
+      const [refused] = await events(trigger);
+      expect(refused).toMatchObject({ status: 'refused', runId: null });
+
+      // Still refused with the same mapping: 400, and no run.
+      expectError(await replay(trigger, refused.id), 400, 'VALIDATION_FAILED');
+      expect(await runsOf(workflowId)).toEqual([]);
+
+      expect((await patch(workflowId, trigger.id, { mapping: "{ 'n': body.amount }" })).status).toBe(200);
+      const res = await replay(trigger, refused.id);
+      expect(res.status).toBe(202);
+      expect(res.body).toMatchObject({ runId: expect.stringMatching(UUID), duplicate: false });
+      expect(await settled(workflowId, res.body.runId as string)).toMatchObject({ status: 'succeeded', input: { n: 6 }, output: 12 });
+      expect((await events(trigger))[0]).toMatchObject({ id: res.body.eventId, status: 'started', replayOf: refused.id });
+    });
+
     it('answers 404 TRIGGER_EVENT_NOT_FOUND for an unknown event', async () => {
       const workflowId = await echo();
       const trigger = await created(workflowId, { scheme: 'bearer' });
@@ -1386,7 +1511,7 @@ describe('inbound webhook triggers', () => {
   });
 
   describe('not found, too large', () => {
-    it('answers 413 PAYLOAD_TOO_LARGE for a body over 1 MiB, of any content type, before anything else', async () => {
+    it('answers 413 PAYLOAD_TOO_LARGE for a body over 1 MiB, of any content type, and reads no body for an unknown trigger', async () => {
       const workflowId = await echo();
       const trigger = await created(workflowId, { scheme: 'bearer' });
       const auth = { Authorization: `Bearer ${trigger.secret}` };
@@ -1396,11 +1521,22 @@ describe('inbound webhook triggers', () => {
       const bytes = Buffer.alloc(MIB + 1, 0x61);
       expectError(await hook(trigger, bytes, { ...auth, 'Content-Type': 'application/octet-stream' }), 413, 'PAYLOAD_TOO_LARGE');
       expectError(await hook(trigger, bytes, { ...auth, 'Content-Type': 'text/plain' }), 413, 'PAYLOAD_TOO_LARGE');
-      // The size is checked before the trigger is looked up.
-      expectError(await hook(randomUUID(), json, auth), 413, 'PAYLOAD_TOO_LARGE');
+      // The body is read only once the trigger is known (and the sender within its limits).
+      expectError(await hook(randomUUID(), json, auth), 404, 'TRIGGER_NOT_FOUND');
       expect(await runsOf(workflowId)).toEqual([]);
       expect(await events(trigger)).toEqual([]);
       accepted(await withBearer(trigger, { pad: 'x'.repeat(1000) }), trigger);
+    });
+
+    it('accepts a body of exactly 1 MiB', async () => {
+      const workflowId = await echo();
+      const trigger = await created(workflowId, { scheme: 'bearer' });
+      const text = 'y'.repeat(MIB);
+      const answer = accepted(
+        await hook(trigger, text, { Authorization: `Bearer ${trigger.secret}`, 'Content-Type': 'text/plain' }),
+        trigger,
+      );
+      expect((await runOf(workflowId, answer.runId)).input).toBe(text);
     });
 
     it('answers 404 TRIGGER_NOT_FOUND, with one message, for a disabled trigger, a deleted workflow, a deleted trigger, a random and a malformed id', async () => {
@@ -1515,6 +1651,8 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect((await a.events(busy)).length).toBe(3);
+    // The limit comes before authentication: a wrong token is 429 too.
+    expectError(await a.withBearer(busy, { i: 4 }, {}, '', 'wrong token'), 429, 'RATE_LIMIT_EXCEEDED');
 
     a.accepted(await a.withBearer(quiet, { i: 0 }), quiet);
     expect((await a.runsOf(workflowId)).filter((r) => r.triggeredBy.id === busy.id)).toHaveLength(3);
@@ -1554,14 +1692,30 @@ describe('inbound webhook triggers: rate limit per source', () => {
     for (let i = 0; i < 3; i++) a.accepted(await a.withBearer(trigger, { i }), trigger);
     expectError(await a.hook(randomUUID(), '{}'), 404, 'TRIGGER_NOT_FOUND');
     expectError(await a.withBearer(trigger, { i: 'wrong' }, {}, '', 'wrong token'), 401, 'UNAUTHORIZED');
-    // Six from this address: the limit holds whatever the trigger, even one that does not exist or a body too large.
+    // Six from this address: the limit holds whatever the trigger, even one that does not exist.
     const over = await a.withBearer(trigger, { i: 5 });
     expectError(over, 429, 'RATE_LIMIT_EXCEEDED');
     expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
     expectError(await a.hook(randomUUID(), '{}'), 429, 'RATE_LIMIT_EXCEEDED');
-    expectError(await a.hook(trigger, Buffer.alloc(MIB + 1, 0x61), { 'Content-Type': 'text/plain' }), 429, 'RATE_LIMIT_EXCEEDED');
+    // Claiming another address does not help without TRUST_PROXY.
+    expectError(await a.withBearer(trigger, { i: 6 }, { 'X-Forwarded-For': '198.51.100.7' }), 429, 'RATE_LIMIT_EXCEEDED');
     expect(await a.runsOf(workflowId)).toHaveLength(3);
     expect((await a.list(workflowId)).status).toBe(200);
+  });
+
+  it('checks the source before the size: a body over 1 MiB from a source over its limit is 429, not 413', async () => {
+    const workflowId = await a.echo();
+    const trigger = await a.created(workflowId, { scheme: 'bearer' });
+    // This address is at its limit (the spec before used it up) or gets there now.
+    let answer = await a.withBearer(trigger, { i: 0 });
+    for (let i = 1; answer.status !== 429 && i < 10; i++) answer = await a.withBearer(trigger, { i });
+    expectError(answer, 429, 'RATE_LIMIT_EXCEEDED');
+    const big = await a.hook(trigger, Buffer.alloc(MIB + 1, 0x61), {
+      'Content-Type': 'text/plain',
+      Authorization: `Bearer ${trigger.secret}`,
+    });
+    expectError(big, 429, 'RATE_LIMIT_EXCEEDED');
+    expect(Number(big.headers['retry-after'])).toBeGreaterThan(0);
   });
 });
 

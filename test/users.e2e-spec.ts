@@ -107,6 +107,20 @@ describe('users', () => {
     expect((await t.http().get(`/api/users/${org.member.id}`).set(bearer(org.admin))).body.isOperator).toBe(false);
   });
 
+  it('answers a user without an email with "email is required", once', async () => {
+    const { password, role } = newUser();
+    const res = await t.http().post('/api/users').set(bearer(org.admin)).send({ password, role });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: {
+        code: 'VALIDATION_FAILED',
+        message: 'The request is not valid',
+        status: 400,
+        details: [{ path: 'email', message: 'email is required' }],
+      },
+    });
+  });
+
   it('refuses an admin demoting, disabling or deleting themselves', async () => {
     const admin = await t.addUser(org.id, 'admin');
     expect((await t.http().patch(`/api/users/${admin.id}`).set(bearer(admin)).send({ role: 'member' })).status).toBe(403);

@@ -18,8 +18,9 @@ export class Environment {
   @Max(65535)
   PORT = 3000;
 
+  /** Loopback only unless set: the Dockerfile and docker-compose.yml set 0.0.0.0. */
   @IsString()
-  HOST = '0.0.0.0';
+  HOST = '127.0.0.1';
 
   @IsIn(['api', 'worker', 'all'])
   APP_ROLE = 'all';

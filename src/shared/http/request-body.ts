@@ -30,20 +30,31 @@ function isJson(req: Request): boolean {
 }
 
 const SAML_ACS = /^\/api\/auth\/saml\/[^/]+\/acs$/;
-/** Inbound webhook triggers: signatures are over the exact bytes, and senders send what they send. */
+/**
+ * Inbound webhook triggers: signatures are over the exact bytes, and senders send what they
+ * send; the route reads the body itself (`rawBodyReader`), once its limits let the sender in.
+ */
 const HOOK = /^\/api\/hooks\/[^/]+$/;
+const isHook = (req: Request) => req.method === 'POST' && HOOK.test(req.path);
+
+/** Reads a body's bytes (empty without one): over `limitBytes` the parser's 413, like every other body. */
+export function rawBodyReader(limitBytes: number): (req: Request, res: Response) => Promise<Buffer> {
+  const bytes = raw({ limit: limitBytes, type: () => true });
+  return (req, res) =>
+    new Promise((resolve, reject) =>
+      bytes(req, res, (error?: unknown) => (error ? reject(error) : resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)))),
+    );
+}
 
 /**
- * JSON only (but the SAML ACS route's form post, and the raw bytes of any type for inbound
- * webhook triggers, which parse them once the signature is checked): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
+ * JSON only (but the SAML ACS route's form post; inbound webhook triggers read theirs
+ * themselves): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
  * parser's errors are mapped by the exception filter), nested deeper than MAX_JSON_DEPTH 400.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = json({ limit: limitBytes, type: () => true, strict: false });
   const form = urlencoded({ limit: limitBytes, extended: false, parameterLimit: 10 });
-  const bytes = raw({ limit: limitBytes, type: () => true });
-  return [
-    (req, res, next) => (req.method === 'POST' && HOOK.test(req.path) ? bytes(req, res, next) : next()),
+  const handlers: RequestHandler[] = [
     // The one form post: an identity provider's SAML response (HTTP-POST binding).
     (req, res, next) =>
       req.method === 'POST' && SAML_ACS.test(req.path) && req.is('application/x-www-form-urlencoded') ? form(req, res, next) : next(),
@@ -56,7 +67,6 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     },
     (req, res, next) => (hasBody(req) && req.body === undefined ? parse(req, res, next) : next()),
     (req, _res, next) => {
-      if (Buffer.isBuffer(req.body)) return next();
       if (req.body !== undefined && depthExceeds(req.body, MAX_JSON_DEPTH)) {
         return next(
           new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
@@ -75,6 +85,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       next();
     },
   ];
+  return handlers.map((handler) => (req, res, next) => (isHook(req) ? next() : handler(req, res, next)));
 }
 
 /**

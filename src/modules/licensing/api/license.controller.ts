@@ -14,7 +14,7 @@ import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { TIERS, Tier } from '../domain/tiers';
 import { LicensingService } from '../application/licensing.service';
-import { LicenseState, LicenseStatus } from '../domain/license';
+import { LICENSE_KEY_SOURCES, LicenseKeySource, LicenseState, LicenseStatus } from '../domain/license';
 
 export class InstallLicenseRequest {
   @ApiProperty({ description: 'The license key: a compact JWS signed with Ed25519 by the vendor' })
@@ -34,6 +34,13 @@ export class LicenseResponse {
   @ApiPropertyOptional() issuedAt?: string;
   @ApiPropertyOptional() expiresAt?: string;
   @ApiPropertyOptional() installedAt?: string;
+  @ApiPropertyOptional({
+    enum: LICENSE_KEY_SOURCES,
+    description:
+      "Which key verified the license: one of the vendor's (built in), or one added with LICENSE_PUBLIC_KEYS for development, " +
+      'tests and benchmarks (then also a warning)',
+  })
+  verifiedBy?: LicenseKeySource;
   @ApiProperty({ type: [String] }) warnings!: string[];
 
   static of(state: LicenseState): LicenseResponse {
@@ -50,6 +57,7 @@ export class LicenseResponse {
       issuedAt: new Date(claims.iat * 1000).toISOString(),
       expiresAt: new Date(claims.exp * 1000).toISOString(),
       installedAt: license.installedAt.toISOString(),
+      verifiedBy: license.verifiedBy,
       warnings: state.warnings(),
     };
   }

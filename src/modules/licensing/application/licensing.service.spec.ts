@@ -11,7 +11,7 @@ import { LicenseRepository, StoredLicense } from '../domain/license.repository';
 import { SeatQuotas } from '../domain/seat-quotas';
 import { lowerTier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../domain/tiers';
 import { generateLicenseKeyPair, issueLicense, LicenseGrant } from './license-issuer';
-import { LicenseVerifier } from './license-verifier';
+import { keyRing, LicenseVerifier, verifyLicense } from './license-verifier';
 import { LICENSE_CHANGED, LicensingService } from './licensing.service';
 
 class InMemoryLicenseRepository extends LicenseRepository {
@@ -56,12 +56,19 @@ const vendor = generateLicenseKeyPair();
 const grant = (extra: Partial<LicenseGrant> = {}): LicenseGrant => ({ customer: 'Acme', tier: 'team', seats: 50, days: 30, ...extra });
 const DAY = 86_400_000;
 
-function setup(options: { publicKeys?: string[]; licenseKey?: string } = {}) {
-  const config = { licensePublicKeys: options.publicKeys ?? [vendor.publicKeyBase64], licenseKey: options.licenseKey } as AppConfig;
+/**
+ * A service whose vendor key ring is `vendorKeys` (default: the throwaway `vendor` of these
+ * specs) plus `environmentKeys`, as LICENSE_PUBLIC_KEYS would add them.
+ */
+function setup(options: { vendorKeys?: readonly string[]; environmentKeys?: string[]; licenseKey?: string } = {}) {
+  const environmentKeys = options.environmentKeys ?? [];
+  const config = { licensePublicKeys: environmentKeys, licenseKey: options.licenseKey } as AppConfig;
+  const ring = keyRing(options.vendorKeys ?? [vendor.publicKeyBase64], environmentKeys);
+  const verifier = { verify: (key: string) => verifyLicense(key, ring) } as LicenseVerifier;
   const licenses = new InMemoryLicenseRepository();
   const quotas = new InMemorySeatQuotas();
   const { signals, published } = localSignals();
-  const service = new LicensingService(config, new LicenseVerifier(config), licenses, quotas, signals);
+  const service = new LicensingService(config, verifier, licenses, quotas, signals);
   return { service, licenses, quotas, published };
 }
 
@@ -173,13 +180,53 @@ describe('LicensingService', () => {
       expect(published).toHaveLength(1);
     });
 
-    it('refuses every key when no vendor key is configured', async () => {
-      const { service } = setup({ publicKeys: [] });
+    it("refuses a license no key of the release verifies when LICENSE_PUBLIC_KEYS adds none (the service's own verifier)", async () => {
+      const config = { licensePublicKeys: [] as string[] } as AppConfig;
       const key = await issueLicense(grant(), vendor.privateKeyPem);
-      await expect(service.install(key, null)).rejects.toMatchObject({
+      await expect(new LicenseVerifier(config).verify(key)).rejects.toMatchObject({
         code: 'LICENSE_INVALID',
-        message: expect.stringContaining('LICENSE_PUBLIC_KEYS'),
+        message: expect.stringContaining("does not match the vendor's keys"),
       });
+      const added = { licensePublicKeys: [vendor.publicKeyBase64] } as AppConfig;
+      expect(await new LicenseVerifier(added).verify(key)).toMatchObject({ verifiedBy: 'environment', claims: { sub: 'Acme' } });
+    });
+  });
+
+  describe('which key verified the license', () => {
+    it("marks a license the vendor's keys verify as the vendor's, without a warning", async () => {
+      const { service } = setup();
+      await service.install(await issueLicense(grant(), vendor.privateKeyPem), null);
+      const state = await service.state();
+      expect(state.license?.verifiedBy).toBe('vendor');
+      expect(state.warnings()).toEqual([]);
+    });
+
+    it('marks a license a LICENSE_PUBLIC_KEYS key verifies as from the environment, with a warning', async () => {
+      const developer = generateLicenseKeyPair();
+      const { service } = setup({ environmentKeys: [developer.publicKeyBase64] });
+      await service.install(await issueLicense(grant(), developer.privateKeyPem), null);
+      const state = await service.state();
+      expect(state.license?.verifiedBy).toBe('environment');
+      expect(state.warnings()).toEqual([expect.stringContaining("not against the vendor's keys")]);
+    });
+
+    it("counts a vendor key repeated in LICENSE_PUBLIC_KEYS as the vendor's", async () => {
+      const { service } = setup({ environmentKeys: [vendor.publicKeyBase64] });
+      await service.install(await issueLicense(grant(), vendor.privateKeyPem), null);
+      expect((await service.state()).license?.verifiedBy).toBe('vendor');
+    });
+
+    it('says plainly in the boot log that a key from the environment verified the license', async () => {
+      const developer = generateLicenseKeyPair();
+      const licenseKey = await issueLicense(grant(), developer.privateKeyPem);
+      const { service } = setup({ environmentKeys: [developer.publicKeyBase64], licenseKey });
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        await service.applyConfiguredKey();
+        expect(warn).toHaveBeenCalledWith(expect.stringMatching(/verified against a key from LICENSE_PUBLIC_KEYS \(the environment\), NOT the vendor's/));
+      } finally {
+        warn.mockRestore();
+      }
     });
   });
 

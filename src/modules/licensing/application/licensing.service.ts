@@ -36,21 +36,25 @@ export class LicensingService {
     this.signals.on(LICENSE_CHANGED, () => (this.cached = null));
   }
 
-  /** Installs LICENSE_KEY unless it is the one installed; run by the first-start bootstrap. */
+  /**
+   * Installs LICENSE_KEY unless it is the one installed; run by the first-start bootstrap. Then
+   * says in the log which license is in force and, plainly, when a key from the environment
+   * rather than the vendor's verified it.
+   */
   async applyConfiguredKey(): Promise<void> {
     const key = this.config.licenseKey;
-    if (!key) return;
-    const current = await this.load();
-    if (current?.key === key) return;
-    let claims: LicenseClaims;
-    try {
-      claims = await this.install(key, null);
-    } catch (error) {
-      // A configuration error like any other: one line naming the variable, and exit 1.
-      if (error instanceof DomainError) throw new ConfigError(`LICENSE_KEY is not a license this installation accepts: ${error.message}`);
-      throw error;
+    if (key && (await this.load())?.key !== key) {
+      let claims: LicenseClaims;
+      try {
+        claims = await this.install(key, null);
+      } catch (error) {
+        // A configuration error like any other: one line naming the variable, and exit 1.
+        if (error instanceof DomainError) throw new ConfigError(`LICENSE_KEY is not a license this installation accepts: ${error.message}`);
+        throw error;
+      }
+      this.logger.log(`License from LICENSE_KEY installed: ${claims.sub}, ${claims.tier}, ${claims.seats} seats`);
     }
-    this.logger.log(`License from LICENSE_KEY installed: ${claims.sub}, ${claims.tier}, ${claims.seats} seats`);
+    this.logLicenseInForce(await this.state());
   }
 
   /** Organizations register here to be raised to the licensed tier (the single-organization case). */
@@ -63,7 +67,7 @@ export class LicensingService {
   }
 
   async install(key: string, installedBy: string | null): Promise<LicenseClaims> {
-    const claims = await this.verifier.verify(key);
+    const { claims } = await this.verifier.verify(key);
     await this.store({ key, installedBy, installedAt: new Date() }, claims);
     // After the transaction: the other processes re-read the row when they hear of it.
     this.changed();
@@ -104,12 +108,27 @@ export class LicensingService {
     const stored = await this.licenses.find();
     if (!stored) return null;
     try {
-      return { key: stored.key, claims: await this.verifier.verify(stored.key), installedAt: stored.installedAt };
+      return { key: stored.key, ...(await this.verifier.verify(stored.key)), installedAt: stored.installedAt };
     } catch (error) {
       // A stored license no configured key verifies (the vendor key was rotated away): none.
       this.logger.warn(`The stored license is not valid: ${(error as Error).message}`);
       return null;
     }
+  }
+
+  /** One line at boot: the license in force, and a warning when the vendor's keys did not verify it. */
+  private logLicenseInForce(state: LicenseState): void {
+    const license = state.license;
+    if (!license) return this.logger.log('No license is installed: every organization is limited to starter');
+    const { sub, tier, seats, exp } = license.claims;
+    const until = `${state.status === 'expired' ? 'expired on' : 'valid until'} ${new Date(exp * 1000).toISOString()}`;
+    if (license.verifiedBy === 'vendor') {
+      return this.logger.log(`License: ${sub}, ${tier}, ${seats} seats, ${until}; verified against the vendor's key`);
+    }
+    this.logger.warn(
+      `License: ${sub}, ${tier}, ${seats} seats, ${until}; verified against a key from LICENSE_PUBLIC_KEYS (the environment), ` +
+        "NOT the vendor's: this is not a license from the vendor (fine for development, tests and benchmarks)",
+    );
   }
 
   private changed(): void {

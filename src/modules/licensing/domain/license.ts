@@ -14,11 +14,28 @@ export interface LicenseClaims {
   exp: number;
 }
 
-export interface InstalledLicense {
-  key: string;
+/**
+ * Which key verified a license: one of the vendor's, built into the release (vendor-keys.ts),
+ * or one added through LICENSE_PUBLIC_KEYS (development, tests, benchmarks).
+ */
+export type LicenseKeySource = 'vendor' | 'environment';
+export const LICENSE_KEY_SOURCES: readonly LicenseKeySource[] = ['vendor', 'environment'];
+
+/** A license whose signature checked out, and the kind of key that checked it. */
+export interface VerifiedLicense {
   claims: LicenseClaims;
+  verifiedBy: LicenseKeySource;
+}
+
+export interface InstalledLicense extends VerifiedLicense {
+  key: string;
   installedAt: Date;
 }
+
+/** The warning that goes with a license verified by a key from the environment. */
+export const ENVIRONMENT_KEY_WARNING =
+  "The license was verified against a key from LICENSE_PUBLIC_KEYS (the environment), not against the vendor's keys: " +
+  'fit for development, tests and benchmarks, not a license from the vendor';
 
 export type LicenseStatus = 'none' | 'valid' | 'expired';
 
@@ -58,12 +75,14 @@ export class LicenseState {
   }
 
   warnings(): string[] {
+    if (!this.license) return ['No license is installed; every organization is limited to starter'];
+    const warnings: string[] = [];
     if (this.status === 'expired') {
-      return [
-        `The license expired on ${new Date(this.license!.claims.exp * 1000).toISOString()}; every organization is limited to starter`,
-      ];
+      warnings.push(
+        `The license expired on ${new Date(this.license.claims.exp * 1000).toISOString()}; every organization is limited to starter`,
+      );
     }
-    if (this.status === 'none') return ['No license is installed; every organization is limited to starter'];
-    return [];
+    if (this.license.verifiedBy === 'environment') warnings.push(ENVIRONMENT_KEY_WARNING);
+    return warnings;
   }
 }

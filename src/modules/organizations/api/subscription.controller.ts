@@ -6,6 +6,7 @@ import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { OrganizationsService } from '../application/organizations.service';
 import { Subscription, SubscriptionService } from '../application/subscription.service';
+import { LICENSE_KEY_SOURCES, LicenseKeySource } from '../../licensing/domain/license';
 import { TIERS, Tier } from '../../licensing/domain/tiers';
 
 export class UpdateSubscriptionRequest {
@@ -32,6 +33,12 @@ class LicenseSummaryResponse {
   @ApiProperty({ type: String, nullable: true }) customer!: string | null;
   @ApiProperty({ enum: TIERS, nullable: true }) tier!: Tier | null;
   @ApiProperty({ type: String, nullable: true }) expiresAt!: string | null;
+  @ApiProperty({
+    enum: LICENSE_KEY_SOURCES,
+    nullable: true,
+    description: "Which key verified the license: the vendor's, or one from LICENSE_PUBLIC_KEYS (development and tests)",
+  })
+  verifiedBy!: LicenseKeySource | null;
 }
 
 export class SubscriptionResponse {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { LICENSE_CHANGED, LicensingService } from '../../licensing/application/licensing.service';
-import { LicenseStatus } from '../../licensing/domain/license';
+import { LicenseKeySource, LicenseStatus } from '../../licensing/domain/license';
 import { RATE_LIMIT_WINDOW_SECONDS, Tier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
 import { UsersService } from '../../users/application/users.service';
 import { ORGANIZATION_CHANGED, OrganizationsService } from './organizations.service';
@@ -24,7 +24,13 @@ export interface Subscription {
   rateLimit: RateLimit;
   features: readonly string[];
   seats: { used: number; allowed: number | null };
-  license: { status: LicenseStatus; customer: string | null; tier: Tier | null; expiresAt: string | null };
+  license: {
+    status: LicenseStatus;
+    customer: string | null;
+    tier: Tier | null;
+    expiresAt: string | null;
+    verifiedBy: LicenseKeySource | null;
+  };
   warnings: string[];
 }
 
@@ -73,6 +79,7 @@ export class SubscriptionService {
         customer: claims?.sub ?? null,
         tier: claims?.tier ?? null,
         expiresAt: claims ? new Date(claims.exp * 1000).toISOString() : null,
+        verifiedBy: license.license?.verifiedBy ?? null,
       },
       warnings: license.warnings(),
     };

@@ -1,8 +1,10 @@
 import { Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { AppConfig } from '../../../config/app-config';
 import { Public } from '../../../shared/auth/access.decorators';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { rawBodyReader } from '../../../shared/http/request-body';
 import { Hooks, hookStatus } from '../application/hooks';
 import { HookResponse } from './trigger.dto';
 
@@ -10,7 +12,14 @@ import { HookResponse } from './trigger.dto';
 @ApiTags('hooks')
 @Controller('api/hooks')
 export class HooksController {
-  constructor(private readonly hooks: Hooks) {}
+  private readonly readBody: (req: Request, res: Response) => Promise<Buffer>;
+
+  constructor(
+    private readonly hooks: Hooks,
+    config: AppConfig,
+  ) {
+    this.readBody = rawBodyReader(config.http.bodyLimitBytes);
+  }
 
   @Post(':triggerId')
   @Public()
@@ -36,7 +45,7 @@ export class HooksController {
       {
         headers: headersOf(req),
         query: req.query as Record<string, unknown>,
-        rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+        readBody: () => this.readBody(req, res),
         source: req.ip ?? req.socket.remoteAddress ?? '',
       },
       (headers) => res.set(headers),

@@ -22,7 +22,8 @@ export interface HookRequest {
   /** Names lower-case; repeated headers joined with ", ". */
   headers: Record<string, string>;
   query: Record<string, unknown>;
-  rawBody: Buffer;
+  /** Reads the body's exact bytes; called once the limits let the request in (over the size limit: 413). */
+  readBody: () => Promise<Buffer>;
   /** The sender's address. */
   source: string;
 }
@@ -51,11 +52,11 @@ export function triggerNotFound(): DomainError {
 }
 
 /**
- * The public side of inbound webhook triggers: `POST /api/hooks/:id` is routed by a database
- * lookup (so any instance answers for every trigger, and a restart loses nothing), limited per
- * sender address, per trigger and by the organization's tier budget, authenticated on the raw
- * bytes, deduplicated, mapped in the expression sandbox, and recorded with its run in one
- * transaction before it is answered.
+ * The public side of inbound webhook triggers: `POST /api/hooks/:id` is limited per sender
+ * address, routed by a database lookup (so any instance answers for every trigger, and a
+ * restart loses nothing), limited per trigger and by the organization's tier budget; only then
+ * is the body read, authenticated on its raw bytes, deduplicated, mapped in the expression
+ * sandbox, and recorded with its run in one transaction before it is answered.
  */
 @Injectable()
 export class Hooks {
@@ -99,9 +100,10 @@ export class Hooks {
       rateLimitHeaders(headers);
       if (refused) throw refused;
     }
-    const problem = trigger.authenticate(request);
+    const rawBody = await request.readBody();
+    const problem = trigger.authenticate({ headers: request.headers, rawBody });
     if (problem) throw new DomainError('UNAUTHORIZED', problem);
-    const stored = { headers: storedHeaders(request.headers), query: request.query, body: parseBody(request) };
+    const stored = { headers: storedHeaders(request.headers), query: request.query, body: parseBody(request.headers, rawBody) };
     const dedupeKey = trigger.dedupeKey(request.headers);
     if (dedupeKey) {
       const seen = await this.events.findByDedupeKey(trigger.id, dedupeKey);
@@ -194,10 +196,10 @@ function storedHeaders(headers: Record<string, string>): Record<string, string> 
 }
 
 /** JSON bodies parsed; any other type kept as text; none: null. */
-function parseBody(request: HookRequest): unknown {
-  if (request.rawBody.length === 0) return null;
-  const text = request.rawBody.toString('utf8');
-  const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+function parseBody(headers: Record<string, string>, rawBody: Buffer): unknown {
+  if (rawBody.length === 0) return null;
+  const text = rawBody.toString('utf8');
+  const type = (headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   let body: unknown = text;
   if (type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type)) {
     try {

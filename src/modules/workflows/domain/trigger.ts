@@ -78,7 +78,7 @@ export interface InboundRequest {
 }
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-const PRINTABLE = /^[\x21-\x7e]+$/;
+const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /**
  * An inbound webhook trigger of a workflow: a public URL a sender posts to, authenticated by
@@ -256,7 +256,7 @@ function assertOwnSecret(scheme: TriggerScheme, secret: string): void {
   }
   const { min, max } = TRIGGER_LIMITS.secret;
   if (secret.length < min || secret.length > max || !PRINTABLE.test(secret)) {
-    throw invalid('secret', `must be ${min} to ${max} printable characters without spaces`);
+    throw invalid('secret', `must be ${min} to ${max} printable ASCII characters`);
   }
 }
 

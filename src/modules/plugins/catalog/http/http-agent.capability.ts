@@ -44,7 +44,7 @@ export function httpAgent(client: HttpClient): Capability {
           maxRedirects: 0,
         })
         .catch((error: unknown) => {
-          throw fromOutboundError(error, signal, 'Agent');
+          throw fromOutboundError(error, signal, 'the agent');
         });
       if (!isSuccess(response.status)) throw new ExecutionError('UPSTREAM_ERROR', `Agent answered ${response.status}`);
       const reply = parseJsonBody(response.body);

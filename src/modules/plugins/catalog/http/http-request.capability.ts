@@ -59,7 +59,7 @@ export function httpRequest(client: HttpClient): Capability {
           maxRedirects: 5,
         })
         .catch((error: unknown) => {
-          throw fromOutboundError(error, signal, 'Request');
+          throw fromOutboundError(error, signal, 'the URL');
         });
       if (failOnError && !isSuccess(response.status)) throw new ExecutionError('UPSTREAM_ERROR', `Request answered ${response.status}`);
       return { status: response.status, headers: response.headers, body: readBody(response.body, response.headers['content-type']) };

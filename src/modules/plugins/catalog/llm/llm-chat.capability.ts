@@ -45,7 +45,7 @@ export function llmChat(client: HttpClient): Capability {
             maxRedirects: 0,
           })
           .catch((error: unknown) => {
-            throw fromOutboundError(error, signal, 'LLM endpoint');
+            throw fromOutboundError(error, signal, 'the LLM endpoint');
           });
         if (!isSuccess(response.status)) throw new ExecutionError('UPSTREAM_ERROR', upstreamMessage(response.status));
         const reply = parseJsonBody(response.body);

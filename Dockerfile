@@ -10,10 +10,14 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# The vendor's license tool (src/license-issue.ts) is not compiled (tsconfig.build.json) and its
+# npm script is dropped: an installation verifies licenses, it never signs them.
+RUN npm run build && npm prune --omit=dev && npm pkg delete 'scripts.license:issue'
 
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
+# Every interface: the container's port is what gets published (the service's own default is loopback).
+ENV HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules

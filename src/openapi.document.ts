@@ -1,7 +1,9 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { addRequestExamples } from './openapi.request-examples';
 import { API_KEY_SCHEME } from './shared/auth/access.decorators';
 import { errorCatalogMarkdown } from './shared/errors/error-catalog';
+import { errorExamples } from './shared/http/api-errors.decorator';
 
 const DESCRIPTION = `REST API of the Platform: plugins, agents and workflows.
 
@@ -34,7 +36,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       API_KEY_SCHEME,
     )
     .build();
-  return SwaggerModule.createDocument(app, config);
+  const document = SwaggerModule.createDocument(app, config);
+  document.components = { ...document.components, examples: { ...document.components?.examples, ...errorExamples() } };
+  addRequestExamples(document);
+  return document;
 }
 
 /** UI at /api/docs, JSON at /api/docs-json. */

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { SignJWT } from 'jose';
+import ts from 'typescript';
 import { DataSource } from 'typeorm';
 import { generateLicenseKeyPair, issueLicense, LicenseGrant } from '../src/modules/licensing/application/license-issuer';
 import { bearer, createTestApp, PASSWORD, TestApp, TestOrg, TestUser } from './support/test-app';
@@ -77,7 +78,9 @@ describe('license', () => {
       maxRateLimitPerMinute: 900,
       // The suite's vendor key is a throwaway one added with LICENSE_PUBLIC_KEYS: shown for what it is.
       verifiedBy: 'environment',
-      warnings: [expect.stringContaining("verified against a key from LICENSE_PUBLIC_KEYS (the environment), not against the vendor's keys")],
+      warnings: [
+        expect.stringContaining("verified against a key from LICENSE_PUBLIC_KEYS (the environment), not against the vendor's keys"),
+      ],
     });
     expect((await createOrg('team')).status).toBe(201);
     const above = await createOrg('enterprise');
@@ -268,7 +271,11 @@ describe('license without LICENSE_PUBLIC_KEYS', () => {
 
   it('refuses a license signed by a throwaway key with LICENSE_INVALID, and shows no license', async () => {
     const before = await t.app.get(DataSource).query<Array<{ key: string }>>('SELECT key FROM installation_license');
-    const res = await t.http().put('/api/license').set(bearer(operator)).send({ key: await issueLicense(grant(), VENDOR_KEY) });
+    const res = await t
+      .http()
+      .put('/api/license')
+      .set(bearer(operator))
+      .send({ key: await issueLicense(grant(), VENDOR_KEY) });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'LICENSE_INVALID', status: 400, message: expect.stringContaining("vendor's keys") });
     expect(await t.app.get(DataSource).query('SELECT key FROM installation_license')).toEqual(before);
@@ -276,5 +283,21 @@ describe('license without LICENSE_PUBLIC_KEYS', () => {
     expect(license.body).toEqual({ status: 'none', warnings: [expect.stringContaining('No license')] });
     const subscription = await t.http().get('/api/subscription').set(bearer(home.viewer));
     expect(subscription.body).toMatchObject({ tier: 'starter', license: { status: 'none', verifiedBy: null } });
+  });
+});
+
+/** The vendor's tool signs licenses; an installation only verifies them, so the image lacks it. */
+describe("the vendor's license tool", () => {
+  const root = join(__dirname, '..');
+
+  it('is not compiled into the build the image ships, and its npm script is dropped from the image', () => {
+    const { config } = ts.readConfigFile(join(root, 'tsconfig.build.json'), ts.sys.readFile);
+    const built = ts.parseJsonConfigFileContent(config, ts.sys, root).fileNames.map((file) => relative(root, file));
+    expect(built).toContain('src/main.ts');
+    expect(built).toContain('src/modules/licensing/application/license-verifier.ts');
+    expect(built).not.toContain('src/license-issue.ts');
+    expect(built).not.toContain('src/modules/licensing/application/license-issuer.ts');
+    expect(built.filter((file) => /license-issu/.test(file))).toEqual([]);
+    expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toMatch(/npm pkg delete 'scripts\.license:issue'/);
   });
 });

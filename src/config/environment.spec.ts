@@ -5,7 +5,14 @@ const SECRET = 'x'.repeat(32);
 describe('parseEnvironment', () => {
   it('applies the defaults to an empty environment', () => {
     const env = parseEnvironment({});
-    expect(env).toMatchObject({ PORT: 3000, HOST: '127.0.0.1', APP_ROLE: 'all', DATA_DIR: './.data', NODE_ENV: 'development', DB_POOL_SIZE: 10 });
+    expect(env).toMatchObject({
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      APP_ROLE: 'all',
+      DATA_DIR: './.data',
+      NODE_ENV: 'development',
+      DB_POOL_SIZE: 10,
+    });
     expect(env.DATABASE_URL).toBeUndefined();
   });
 

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
+import { ANY_JSON } from '../../shared/http/json-value.schema';
 import { TriggerResponse } from '../../shared/auth/trigger.response';
 import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from './domain/execution';
 
@@ -8,8 +9,8 @@ export class ExecutionResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ format: 'uuid' }) agentId!: string;
   @ApiProperty({ enum: EXECUTION_STATUSES }) status!: ExecutionStatus;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON; set when succeeded' }) output!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON; set when succeeded' }) output!: unknown;
   @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
   @ApiProperty({ description: 'Attempts started so far' }) attempts!: number;
   @ApiProperty() createdAt!: string;

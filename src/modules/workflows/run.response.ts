@@ -1,14 +1,15 @@
 import { TriggerResponse } from '../../shared/auth/trigger.response';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
+import { ANY_JSON } from '../../shared/http/json-value.schema';
 import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
 
 export class StepRunResponse {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: STEP_STATUSES }) status!: string;
   @ApiProperty() attempts!: number;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) output!: unknown;
   @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent step's execution" }) executionId!: string | null;
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
@@ -35,8 +36,8 @@ export class RunResponse {
   @ApiProperty({ format: 'uuid' }) workflowId!: string;
   @ApiProperty() workflowVersion!: number;
   @ApiProperty({ enum: RUN_STATUSES }) status!: RunStatus;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) input!: unknown;
-  @ApiProperty({ nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) output!: unknown;
   @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
   @ApiPropertyOptional({ type: [StepRunResponse], description: 'In definition order; left out of lists' }) steps?: StepRunResponse[];
   @ApiProperty() createdAt!: string;

@@ -43,7 +43,25 @@ function documentErrors(codes: ErrorCode[]) {
   }
   return applyDecorators(
     ...[...byStatus].map(([status, set]) =>
-      ApiResponse({ status, description: `Error envelope; code ${[...set].join(' | ')}`, type: ErrorEnvelopeDto }),
+      ApiResponse({
+        status,
+        description: `Error envelope; code ${[...set].join(' | ')}`,
+        type: ErrorEnvelopeDto,
+        // Each code's example is written once, under components.examples (errorExamples()), and
+        // referenced here: a Reference Object, which the decorator's type does not name.
+        examples: Object.fromEntries([...set].map((code) => [code, { $ref: `#/components/examples/${code}` } as never])),
+      }),
     ),
   );
+}
+
+/** The example of each code's answer, for components.examples: its own code and status, the catalog's words as the message. */
+export function errorExamples(): Record<ErrorCode, { summary: string; value: { error: ErrorBodyDto } }> {
+  const examples = {} as Record<ErrorCode, { summary: string; value: { error: ErrorBodyDto } }>;
+  for (const [code, { status, when }] of Object.entries(ERROR_CATALOG) as Array<[ErrorCode, { status: number; when: string }]>) {
+    const error: ErrorBodyDto = { code, message: when.charAt(0).toUpperCase() + when.slice(1), status };
+    if (code === 'VALIDATION_FAILED') error.details = [{ path: 'email', message: 'email must be an email' }];
+    examples[code] = { summary: when, value: { error } };
+  }
+  return examples;
 }

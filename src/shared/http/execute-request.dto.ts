@@ -1,11 +1,16 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { ANY_JSON } from './json-value.schema';
 import { Optional } from './optional.decorator';
 
 /** The body of agent execute and workflow run. */
 export class ExecuteRequestBody {
-  @ApiPropertyOptional({ description: 'Any JSON; checked against the inputSchema of the agent or workflow', example: { text: 'hello' } })
+  @ApiPropertyOptional({
+    ...ANY_JSON,
+    description: 'Any JSON; checked against the inputSchema of the agent or workflow',
+    example: { text: 'hello' },
+  })
   @IsOptional()
   input?: unknown;
 }

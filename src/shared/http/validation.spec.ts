@@ -45,7 +45,7 @@ describe('validationPipe', () => {
     expect(await detailsOf({ email: 'a@b.example', admin: {} })).toEqual([{ path: 'admin.email', message: 'admin.email is required' }]);
   });
 
-  it('keeps the rules\' own messages for a value that is there but wrong, null included', async () => {
+  it("keeps the rules' own messages for a value that is there but wrong, null included", async () => {
     expect(await detailsOf({ email: 'nope', admin: { email: 'a@b.example' }, nickname: 'x' })).toEqual([
       { path: 'email', message: 'email must be an email' },
       { path: 'nickname', message: 'nickname must be longer than or equal to 3 characters' },

@@ -26,7 +26,13 @@ export function keyRing(vendorKeys: readonly string[], environmentKeys: readonly
     keys.map((der) => ({ key: createPublicKey({ key: Buffer.from(der, 'base64'), format: 'der', type: 'spki' }), source }));
   const vendor = ring(vendorKeys, 'vendor');
   const vendorDer = new Set(vendorKeys);
-  return [...vendor, ...ring(environmentKeys.filter((der) => !vendorDer.has(der)), 'environment')];
+  return [
+    ...vendor,
+    ...ring(
+      environmentKeys.filter((der) => !vendorDer.has(der)),
+      'environment',
+    ),
+  ];
 }
 
 /**

@@ -223,7 +223,9 @@ describe('LicensingService', () => {
       const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       try {
         await service.applyConfiguredKey();
-        expect(warn).toHaveBeenCalledWith(expect.stringMatching(/verified against a key from LICENSE_PUBLIC_KEYS \(the environment\), NOT the vendor's/));
+        expect(warn).toHaveBeenCalledWith(
+          expect.stringMatching(/verified against a key from LICENSE_PUBLIC_KEYS \(the environment\), NOT the vendor's/),
+        );
       } finally {
         warn.mockRestore();
       }

@@ -54,7 +54,8 @@ export class LicensingService {
       }
       this.logger.log(`License from LICENSE_KEY installed: ${claims.sub}, ${claims.tier}, ${claims.seats} seats`);
     }
-    this.logLicenseInForce(await this.state());
+    // Read, not loaded through the cache: the report leaves the per-process copy as it was.
+    this.logLicenseInForce(new LicenseState(await this.read()));
   }
 
   /** Organizations register here to be raised to the licensed tier (the single-organization case). */

@@ -18,7 +18,7 @@ export class CreateWebhookRequest {
   @Matches(HTTP_URL, { message: URL_MESSAGE })
   url!: string;
 
-  @ApiPropertyOptional({ maxLength: ENDPOINT_LIMITS.descriptionLength, nullable: true })
+  @ApiPropertyOptional({ type: String, maxLength: ENDPOINT_LIMITS.descriptionLength, nullable: true })
   @IsOptional()
   @IsString()
   @MaxLength(ENDPOINT_LIMITS.descriptionLength)
@@ -52,7 +52,7 @@ export class UpdateWebhookRequest {
   @Matches(HTTP_URL, { message: URL_MESSAGE })
   url?: string;
 
-  @ApiPropertyOptional({ maxLength: ENDPOINT_LIMITS.descriptionLength, nullable: true, description: 'null removes it' })
+  @ApiPropertyOptional({ type: String, maxLength: ENDPOINT_LIMITS.descriptionLength, nullable: true, description: 'null removes it' })
   @IsOptional()
   @IsString()
   @MaxLength(ENDPOINT_LIMITS.descriptionLength)

@@ -1980,7 +1980,9 @@ export interface components {
              */
             timezone: string;
             /** @description The runs' input, checked against the workflow's inputSchema when saved */
-            input?: Record<string, never>;
+            input?: {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
             /**
              * @description skip (default): no run while the schedule's previous one is still going
              * @enum {string}
@@ -2012,7 +2014,9 @@ export interface components {
             cron: string;
             timezone: string;
             /** @description Any JSON */
-            input: Record<string, never>;
+            input: {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
             /** @enum {string} */
             overlap: "skip" | "allow";
             /** @enum {string} */
@@ -2042,7 +2046,9 @@ export interface components {
              */
             timezone?: string;
             /** @description Replaces the input */
-            input?: Record<string, never>;
+            input?: {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
             /**
              * @description skip (default): no run while the schedule's previous one is still going
              * @enum {string}
@@ -2217,8 +2223,10 @@ export interface components {
             query: {
                 [key: string]: unknown;
             };
-            /** @description JSON as sent; another content type as text */
-            body: Record<string, never>;
+            /** @description JSON as sent; another content type as text; none: null */
+            body: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
         };
         HookResponse: {
             /** Format: uuid */
@@ -2228,7 +2236,9 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description The run output (sync mode, once finished) */
-            output?: Record<string, never>;
+            output?: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
             error?: components["schemas"]["FailureResponse"] | null;
             /** @description A repeated delivery: nothing new was started */
             duplicate: boolean;

@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, IsBoolean, IsIn, IsInt, IsString, Max, MaxLength, Min } from 'class-validator';
+import { ANY_JSON } from '../../../shared/http/json-value.schema';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { ScheduleDetail } from '../application/schedules.service';
 import { CATCH_UPS, CatchUp, Occurrence, OVERLAPS, Overlap, Schedule, SCHEDULE_LIMITS } from '../domain/schedule';
@@ -24,7 +25,7 @@ export class CreateScheduleRequest {
   @MaxLength(100)
   timezone!: string;
 
-  @ApiPropertyOptional({ description: "The runs' input, checked against the workflow's inputSchema when saved" })
+  @ApiPropertyOptional({ ...ANY_JSON, description: "The runs' input, checked against the workflow's inputSchema when saved" })
   @Allow()
   input?: unknown;
 
@@ -57,7 +58,7 @@ export class UpdateScheduleRequest {
   @MaxLength(100)
   timezone?: string;
 
-  @ApiPropertyOptional({ description: 'Replaces the input' })
+  @ApiPropertyOptional({ ...ANY_JSON, description: 'Replaces the input' })
   @Allow()
   input?: unknown;
 
@@ -103,7 +104,7 @@ export class ScheduleResponse {
   @ApiProperty({ format: 'uuid' }) workflowId!: string;
   @ApiProperty() cron!: string;
   @ApiProperty() timezone!: string;
-  @ApiProperty({ description: 'Any JSON' }) input!: unknown;
+  @ApiProperty({ ...ANY_JSON, description: 'Any JSON' }) input!: unknown;
   @ApiProperty({ enum: OVERLAPS }) overlap!: Overlap;
   @ApiProperty({ enum: CATCH_UPS }) catchUp!: CatchUp;
   @ApiProperty() enabled!: boolean;

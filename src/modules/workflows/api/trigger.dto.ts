@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsInt, IsString, Max, MaxLength, Min } from 'class-validator';
+import { ANY_JSON } from '../../../shared/http/json-value.schema';
 import { Optional, OptionalOrNull } from '../../../shared/http/optional.decorator';
 import { FailureResponse } from '../../../shared/http/failure.response';
 import { HookAnswer } from '../application/hooks';
@@ -230,7 +231,7 @@ export class TriggerEventDetailResponse extends TriggerEventResponse {
   })
   headers!: Record<string, string>;
   @ApiProperty({ type: 'object', additionalProperties: true }) query!: Record<string, unknown>;
-  @ApiProperty({ description: 'JSON as sent; another content type as text' }) body!: unknown;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'JSON as sent; another content type as text; none: null' }) body!: unknown;
 
   static detail(e: TriggerEvent): TriggerEventDetailResponse {
     return { ...TriggerEventResponse.of(e), headers: e.headers, query: e.query, body: e.body };
@@ -247,7 +248,7 @@ export class HookResponse {
   @ApiProperty({ format: 'uuid' }) eventId!: string;
   @ApiProperty({ format: 'uuid' }) runId!: string;
   @ApiProperty({ enum: RUN_STATUSES }) status!: RunStatus;
-  @ApiPropertyOptional({ description: 'The run output (sync mode, once finished)' }) output?: unknown;
+  @ApiPropertyOptional({ ...ANY_JSON, nullable: true, description: 'The run output (sync mode, once finished)' }) output?: unknown;
   @ApiPropertyOptional({ type: FailureResponse, nullable: true }) error?: FailureResponse | null;
   @ApiProperty({ description: 'A repeated delivery: nothing new was started' }) duplicate!: boolean;
 

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, KeyObject, randomBytes } from 'node:crypto';
 
 /**
  * AES-256-GCM for secrets at rest (plugin API keys). Each value gets a fresh IV; the
@@ -6,11 +6,12 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
  * Format: `v1.<iv>.<tag>.<ciphertext>` in base64url.
  */
 export class SecretBox {
-  private readonly key: Buffer;
+  /** A KeyObject made once: a raw key Buffer would be turned into one at every call. */
+  private readonly key: KeyObject;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('The secrets key must be 32 bytes');
-    this.key = key;
+    this.key = createSecretKey(key);
   }
 
   seal(plaintext: string, associatedData: string): string {

@@ -55,8 +55,9 @@ export function triggerNotFound(): DomainError {
  * The public side of inbound webhook triggers: `POST /api/hooks/:id` is limited per sender
  * address, routed by a database lookup (so any instance answers for every trigger, and a
  * restart loses nothing), limited per trigger and by the organization's tier budget; only then
- * is the body read, authenticated on its raw bytes, deduplicated, mapped in the expression
- * sandbox, and recorded with its run in one transaction before it is answered.
+ * is the body read, authenticated on its raw bytes, mapped in the expression sandbox, and
+ * recorded with its run in one transaction before it is answered (a repeated delivery is
+ * found there, by its dedupe key, and answered with the earlier run).
  */
 @Injectable()
 export class Hooks {
@@ -91,8 +92,9 @@ export class Hooks {
       const message = `A sender address may make ${perSourcePerMinute} requests per minute to webhook triggers`;
       await this.limits.count('hook', `hook:source:${clientKey(request.source)}`, perSourcePerMinute, MINUTE, message);
     }
-    const trigger = isUUID(triggerId) ? await this.triggers.findLive(triggerId) : null;
-    if (!trigger) throw triggerNotFound();
+    const live = isUUID(triggerId) ? await this.triggers.findLive(triggerId) : null;
+    if (!live) throw triggerNotFound();
+    const { trigger, currentVersion } = live;
     if (limited) {
       const message = `The trigger accepts ${perTriggerPerMinute} requests per minute`;
       await this.limits.count('hook', `hook:trigger:${trigger.id}`, perTriggerPerMinute, MINUTE, message);
@@ -104,12 +106,9 @@ export class Hooks {
     const problem = trigger.authenticate({ headers: request.headers, rawBody });
     if (problem) throw new DomainError('UNAUTHORIZED', problem);
     const stored = { headers: storedHeaders(request.headers), query: request.query, body: parseBody(request.headers, rawBody) };
-    const dedupeKey = trigger.dedupeKey(request.headers);
-    if (dedupeKey) {
-      const seen = await this.events.findByDedupeKey(trigger.id, dedupeKey);
-      if (seen) return this.duplicate(trigger, seen);
-    }
-    return this.fire(trigger, stored, { source: request.source, dedupeKey, replayOf: null });
+    // A repeated delivery is told by the event's insert (its dedupe key is unique per trigger).
+    const meta = { source: request.source, dedupeKey: trigger.dedupeKey(request.headers), replayOf: null };
+    return this.fire(trigger, currentVersion, stored, meta);
   }
 
   /**
@@ -119,6 +118,7 @@ export class Hooks {
    */
   async fire(
     trigger: Trigger,
+    currentVersion: number,
     request: StoredRequest,
     meta: { source: string; dedupeKey: string | null; replayOf: string | null },
   ): Promise<HookAnswer> {
@@ -140,7 +140,8 @@ export class Hooks {
         return this.runs.enqueue(trigger.organizationId, {
           workflowId: trigger.workflowId,
           input,
-          version: trigger.workflowVersion,
+          // The trigger's lookup found the workflow live: its version is all the run needs.
+          version: trigger.workflowVersion ?? currentVersion,
           runId: event.runId!,
           triggeredBy: { type: 'webhook', id: trigger.id, eventId: event.id },
         });

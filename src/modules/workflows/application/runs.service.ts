@@ -30,8 +30,13 @@ export function runNotFound(): DomainError {
   return new DomainError('RUN_NOT_FOUND', 'No such run of this workflow');
 }
 
+/** Workflow versions a process keeps read (oldest read first out). */
+const VERSIONS_KEPT = 1000;
+
 @Injectable()
 export class RunsService {
+  private readonly versions = new Map<string, { version: number; definition: WorkflowDefinition }>();
+
   constructor(
     private readonly workflows: WorkflowsService,
     private readonly workflowRows: WorkflowRepository,
@@ -74,8 +79,10 @@ export class RunsService {
   /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */
   @Transactional()
   async enqueue(organizationId: string, request: Omit<RunRequest, 'waitSeconds'>): Promise<Submitted<Run>> {
-    const workflow = await this.workflows.get(organizationId, request.workflowId);
-    const { version, definition } = request.version ? await this.pinned(workflow.id, request.version) : workflow;
+    // A version given is one the caller found live in this organization (a trigger's lookup).
+    const { version, definition } = request.version
+      ? await this.pinned(request.workflowId, request.version)
+      : await this.workflows.get(organizationId, request.workflowId);
     if (definition.inputSchema)
       assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
     const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
@@ -83,7 +90,7 @@ export class RunsService {
       record: {
         id: request.runId ?? randomUUID(),
         organizationId,
-        workflowId: workflow.id,
+        workflowId: request.workflowId,
         workflowVersion: version,
         status: 'queued',
         input: request.input ?? null,
@@ -110,19 +117,27 @@ export class RunsService {
       },
       sendOptions: runJobOptions({ timeoutMs }),
       idempotency: request.idempotencyKey
-        ? { organizationId, scope: `workflow:${workflow.id}`, key: request.idempotencyKey, body: { input: request.input } }
+        ? { organizationId, scope: `workflow:${request.workflowId}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
     });
   }
 
-  /** A version of the workflow that was saved (a trigger pins one). */
+  /**
+   * A version of the workflow that was saved (a trigger pins one, or names the current one it
+   * found). Versions never change once committed: each is read once per process.
+   */
   async pinned(workflowId: string, version: number): Promise<{ version: number; definition: WorkflowDefinition }> {
+    const key = `${workflowId}:${version}`;
+    const cached = this.versions.get(key);
+    if (cached) return cached;
     const found = await this.workflowRows.version(workflowId, version);
     if (!found) {
       throw new DomainError('VALIDATION_FAILED', `The workflow has no version ${version}`, [
         { path: 'workflowVersion', message: `workflowVersion ${version} does not exist` },
       ]);
     }
+    if (this.versions.size >= VERSIONS_KEPT) this.versions.delete(this.versions.keys().next().value!);
+    this.versions.set(key, found);
     return found;
   }
 }

@@ -92,7 +92,8 @@ export class TriggersService {
     const event = await this.eventRows.find(caller.organizationId, trigger.id, eventId);
     if (!event) throw eventNotFound();
     const { headers, query, body } = event;
-    return this.hooks.fire(trigger, { headers, query, body }, { source: event.source, dedupeKey: null, replayOf: event.id });
+    const { version } = await this.workflows.get(caller.organizationId, workflowId);
+    return this.hooks.fire(trigger, version, { headers, query, body }, { source: event.source, dedupeKey: null, replayOf: event.id });
   }
 
   private async require(caller: Principal, workflowId: string, id: string): Promise<Trigger> {

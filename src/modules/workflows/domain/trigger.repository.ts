@@ -30,8 +30,11 @@ export abstract class TriggerRepository {
   abstract insert(trigger: Trigger): Promise<void>;
   abstract update(trigger: Trigger): Promise<void>;
   abstract find(organizationId: string, workflowId: string, id: string): Promise<Trigger | null>;
-  /** What a hook request is routed by: the enabled trigger with this id whose workflow is not deleted. */
-  abstract findLive(id: string): Promise<Trigger | null>;
+  /**
+   * What a hook request is routed by (one query): the enabled trigger with this id whose
+   * workflow is not deleted, and that workflow's current version.
+   */
+  abstract findLive(id: string): Promise<{ trigger: Trigger; currentVersion: number } | null>;
   abstract list(organizationId: string, workflowId: string, page: PageRequest): Promise<Page<Trigger>>;
   /** The workflow's triggers, counted under a lock held until the transaction ends (one create at a time). */
   abstract countForCreate(workflowId: string): Promise<number>;

@@ -48,9 +48,13 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async insert(run: Run): Promise<void> {
+    // One statement for the run and its steps: one round trip for every run started.
     await this.query(
-      `INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10)`,
+      `WITH run AS (
+         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10) RETURNING id)
+       INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
+       SELECT run.id, step_id, position - 1, 'pending', 0 FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)`,
       [
         run.id,
         run.organizationId,
@@ -62,12 +66,8 @@ export class TypeOrmRunRepository extends RunRepository {
         run.timeoutMs,
         json(run.triggeredBy),
         run.createdAt,
+        run.steps.map((s) => s.id),
       ],
-    );
-    await this.query(
-      `INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
-       SELECT $1, step_id, position - 1, 'pending', 0 FROM unnest($2::text[]) WITH ORDINALITY AS s(step_id, position)`,
-      [run.id, run.steps.map((s) => s.id)],
     );
   }
 

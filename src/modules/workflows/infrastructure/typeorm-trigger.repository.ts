@@ -2,7 +2,6 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { LessThan } from 'typeorm';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
 import { SecretBox } from '../../../shared/crypto/secret-box';
@@ -41,13 +40,36 @@ export class TypeOrmTriggerRepository extends TriggerRepository {
     return row ? this.toDomain(row) : null;
   }
 
-  async findLive(id: string): Promise<Trigger | null> {
-    const row = await this.rows
-      .createQueryBuilder('t')
-      .innerJoin('workflows', 'w', 'w.id = t.workflow_id AND w.deleted_at IS NULL')
-      .where('t.id = :id AND t.enabled', { id })
-      .getOne();
-    return row ? this.toDomain(row) : null;
+  async findLive(id: string): Promise<{ trigger: Trigger; currentVersion: number } | null> {
+    // Plain SQL: every hook request starts here.
+    const [row] = await this.txHost.tx.query(
+      `SELECT t.*, w.version AS current_version FROM workflow_triggers t
+         JOIN workflows w ON w.id = t.workflow_id AND w.deleted_at IS NULL
+        WHERE t.id = $1 AND t.enabled`,
+      [id],
+    );
+    if (!row) return null;
+    const trigger = this.toDomain({
+      id: row.id,
+      organizationId: row.organization_id,
+      workflowId: row.workflow_id,
+      name: row.name,
+      scheme: row.scheme,
+      signatureHeader: row.signature_header,
+      signatureEncoding: row.signature_encoding,
+      signaturePrefix: row.signature_prefix,
+      sealedSecrets: row.sealed_secrets,
+      mapping: row.mapping,
+      dedupe: row.dedupe,
+      dedupeHeader: row.dedupe_header,
+      responseMode: row.response_mode,
+      waitSeconds: row.wait_seconds,
+      workflowVersion: row.workflow_version,
+      enabled: row.enabled,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    });
+    return { trigger, currentVersion: row.current_version };
   }
 
   async list(organizationId: string, workflowId: string, page: PageRequest): Promise<Page<Trigger>> {
@@ -109,14 +131,29 @@ export class TypeOrmTriggerEventRepository extends TriggerEventRepository {
   }
 
   async insert(event: TriggerEvent): Promise<boolean> {
-    const result = await this.rows
-      .createQueryBuilder()
-      .insert()
-      .values({ ...event, query: event.query as object, body: event.body as object } as QueryDeepPartialEntity<TriggerEventRow>)
-      .orIgnore()
-      .returning('id')
-      .execute();
-    return result.raw.length > 0;
+    // Plain SQL: every accepted hook request writes one.
+    const rows: unknown[] = await this.txHost.tx.query(
+      `INSERT INTO workflow_trigger_events
+         (id, trigger_id, organization_id, created_at, source, status, run_id, dedupe_key, error, replay_of, headers, query, body)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT DO NOTHING RETURNING id`,
+      [
+        event.id,
+        event.triggerId,
+        event.organizationId,
+        event.createdAt,
+        event.source,
+        event.status,
+        event.runId,
+        event.dedupeKey,
+        event.error,
+        event.replayOf,
+        JSON.stringify(event.headers),
+        JSON.stringify(event.query),
+        event.body === null ? null : JSON.stringify(event.body),
+      ],
+    );
+    return rows.length > 0;
   }
 
   async findByDedupeKey(triggerId: string, dedupeKey: string): Promise<TriggerEvent | null> {

@@ -146,7 +146,7 @@ export class Hooks {
           triggeredBy: { type: 'webhook', id: trigger.id, eventId: event.id },
         });
       });
-      // Inserted meanwhile by a concurrent delivery of the same request.
+      // A repeated delivery: the trigger has an event with its dedupe key (an earlier one, or a concurrent one now committed).
       if (!submitted) return this.duplicate(trigger, (await this.events.findByDedupeKey(trigger.id, meta.dedupeKey!))!);
       const waited = trigger.responseMode === 'sync';
       const run = await this.runs.settle(submitted, waited ? trigger.waitSeconds : 0);

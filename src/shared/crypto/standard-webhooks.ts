@@ -12,9 +12,9 @@ function keyOf(secret: string): Buffer {
   return Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
 }
 
-/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (Standard Webhooks v1). */
-export function signature(secret: string, messageId: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', keyOf(secret)).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64');
+/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (Standard Webhooks v1); a Buffer body is signed as its exact bytes. */
+export function signature(secret: string, messageId: string, timestampSeconds: number, body: string | Buffer): string {
+  const mac = createHmac('sha256', keyOf(secret)).update(`${messageId}.${timestampSeconds}.`).update(body).digest('base64');
   return `v1,${mac}`;
 }
 
@@ -24,7 +24,13 @@ export function signatureHeader(secrets: readonly string[], messageId: string, t
 }
 
 /** Whether `header` carries a valid signature by `secret` (constant time per candidate). */
-export function verifySignature(header: string, secret: string, messageId: string, timestampSeconds: number, body: string): boolean {
+export function verifySignature(
+  header: string,
+  secret: string,
+  messageId: string,
+  timestampSeconds: number,
+  body: string | Buffer,
+): boolean {
   const expected = Buffer.from(signature(secret, messageId, timestampSeconds, body));
   return header.split(' ').some((candidate) => {
     const given = Buffer.from(candidate);

@@ -46,6 +46,19 @@ describe('Trigger', () => {
       expect(trigger.authenticate(standardSigned(create('standard-webhooks').currentSecret, body), now)).toMatch(/does not match/);
     });
 
+    it('checks the exact bytes, also of a body that is not UTF-8', () => {
+      const trigger = create('standard-webhooks');
+      const raw = Buffer.from([0x7b, 0xff, 0x7d]);
+      const at = String(Math.floor(now.getTime() / 1000));
+      const mac = createHmac('sha256', Buffer.from(trigger.currentSecret.slice('whsec_'.length), 'base64'))
+        .update(Buffer.concat([Buffer.from(`msg_1.${at}.`), raw]))
+        .digest('base64');
+      const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': at, 'webhook-signature': `v1,${mac}` };
+      expect(trigger.authenticate({ headers, rawBody: raw }, now)).toBeNull();
+      // Another invalid byte decodes to the same text (U+FFFD) but is another body.
+      expect(trigger.authenticate({ headers, rawBody: Buffer.from([0x7b, 0xfe, 0x7d]) }, now)).toMatch(/does not match/);
+    });
+
     it('refuses a timestamp more than 5 minutes from now, either way', () => {
       const trigger = create('standard-webhooks');
       for (const offset of [-301_000, 301_000]) {

@@ -218,8 +218,7 @@ function standardWebhooksProblem(request: InboundRequest, secrets: string[], now
   if (!Number.isFinite(seconds) || Math.abs(now.getTime() / 1000 - seconds) > TRIGGER_LIMITS.toleranceSeconds) {
     return `The webhook-timestamp is more than ${TRIGGER_LIMITS.toleranceSeconds} s away from now`;
   }
-  const body = request.rawBody.toString('utf8');
-  const matches = secrets.some((secret) => verifySignature(signature, secret, id, seconds, body));
+  const matches = secrets.some((secret) => verifySignature(signature, secret, id, seconds, request.rawBody));
   return matches ? null : 'The webhook-signature does not match the body';
 }
 

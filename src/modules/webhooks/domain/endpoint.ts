@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { isEventPattern, matchesPattern } from './event-types';
+import { liveSecrets, rotated, RotatingSecret } from '../../../shared/crypto/rotating-secrets';
 import { newSigningSecret } from '../../../shared/crypto/standard-webhooks';
 
 /** A signing secret; one that is being rotated out signs until `expiresAt`. */
-export interface SigningSecret {
-  secret: string;
-  expiresAt: Date | null;
-}
+export type SigningSecret = RotatingSecret;
 
 export interface EndpointProps {
   id: string;
@@ -123,7 +121,7 @@ export class WebhookEndpoint {
 
   /** The secrets that sign a delivery made at `now`: the current one, and an older one still in its grace window. */
   signingSecrets(now: Date): string[] {
-    return this.props.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret);
+    return liveSecrets(this.props.secrets, now);
   }
 
   wants(type: string): boolean {
@@ -150,8 +148,7 @@ export class WebhookEndpoint {
    */
   rotateSecret(graceSeconds: number, now = new Date()): string {
     const secret = newSigningSecret();
-    const old = { secret: this.currentSecret, expiresAt: new Date(now.getTime() + graceSeconds * 1000) };
-    this.props = { ...this.props, secrets: [{ secret, expiresAt: null }, ...(graceSeconds > 0 ? [old] : [])], updatedAt: now };
+    this.props = { ...this.props, secrets: rotated(this.props.secrets, secret, graceSeconds, now), updatedAt: now };
     return secret;
   }
 }

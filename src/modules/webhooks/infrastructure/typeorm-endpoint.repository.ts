@@ -4,9 +4,10 @@ import { Injectable } from '@nestjs/common';
 import { In } from 'typeorm';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
+import { openSecrets, sealSecrets } from '../../../shared/crypto/rotating-secrets';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { EndpointSubscription, SigningSecret, WebhookEndpoint } from '../domain/endpoint';
+import { EndpointSubscription, WebhookEndpoint } from '../domain/endpoint';
 import { EndpointRepository } from '../domain/webhook.repository';
 import { WebhookEndpointRow } from './webhook.orm-entities';
 
@@ -97,7 +98,6 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
   }
 
   private toRow(endpoint: WebhookEndpoint): WebhookEndpointRow {
-    const secrets = endpoint.secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt?.toISOString() ?? null }));
     return {
       id: endpoint.id,
       organizationId: endpoint.organizationId,
@@ -105,7 +105,7 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
       description: endpoint.description,
       eventTypes: [...endpoint.eventTypes],
       enabled: endpoint.enabled,
-      sealedSecrets: this.box.seal(JSON.stringify(secrets), `webhook:${endpoint.id}`),
+      sealedSecrets: sealSecrets(this.box, endpoint.secrets, `webhook:${endpoint.id}`),
       disabledReason: endpoint.disabledReason,
       failingSince: endpoint.failingSince,
       createdAt: endpoint.createdAt,
@@ -114,8 +114,7 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
   }
 
   private toDomain(row: WebhookEndpointRow): WebhookEndpoint {
-    const sealed = JSON.parse(this.box.open(row.sealedSecrets, `webhook:${row.id}`)) as Array<{ secret: string; expiresAt: string | null }>;
-    const secrets: SigningSecret[] = sealed.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt ? new Date(s.expiresAt) : null }));
+    const secrets = openSecrets(this.box, row.sealedSecrets, `webhook:${row.id}`);
     return WebhookEndpoint.rehydrate({
       id: row.id,
       organizationId: row.organizationId,

@@ -5,6 +5,7 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { expressionProblem } from '../../../shared/expressions/expression-check';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Trigger, TRIGGER_LIMITS, TriggerScheme, TriggerSettings } from '../domain/trigger';
+import { Workflow } from '../domain/workflow';
 import { TriggerEvent, TriggerEventRepository, TriggerEventSummary, TriggerRepository } from '../domain/trigger.repository';
 import { HookAnswer, Hooks, triggerNotFound } from './hooks';
 import { RunsService } from './runs.service';
@@ -88,19 +89,27 @@ export class TriggersService {
 
   /** A new event and run from a stored request, mapped with the trigger's current mapping. */
   async replay(caller: Principal, workflowId: string, id: string, eventId: string): Promise<HookAnswer> {
-    const trigger = await this.require(caller, workflowId, id);
+    const { workflow, trigger } = await this.withWorkflow(caller, workflowId, id);
     const event = await this.eventRows.find(caller.organizationId, trigger.id, eventId);
     if (!event) throw eventNotFound();
     const { headers, query, body } = event;
-    const { version } = await this.workflows.get(caller.organizationId, workflowId);
-    return this.hooks.fire(trigger, version, { headers, query, body }, { source: event.source, dedupeKey: null, replayOf: event.id });
+    return this.hooks.fire(
+      trigger,
+      workflow.version,
+      { headers, query, body },
+      { source: event.source, dedupeKey: null, replayOf: event.id },
+    );
   }
 
   private async require(caller: Principal, workflowId: string, id: string): Promise<Trigger> {
-    await this.workflows.get(caller.organizationId, workflowId);
-    const trigger = await this.triggers.find(caller.organizationId, workflowId, id);
+    return (await this.withWorkflow(caller, workflowId, id)).trigger;
+  }
+
+  private async withWorkflow(caller: Principal, workflowId: string, id: string): Promise<{ workflow: Workflow; trigger: Trigger }> {
+    const workflow = await this.workflows.get(caller.organizationId, workflowId);
+    const trigger = await this.triggers.find(caller.organizationId, workflow.id, id);
     if (!trigger) throw triggerNotFound();
-    return trigger;
+    return { workflow, trigger };
   }
 
   /** What the domain cannot check alone: the mapping compiles, a pinned version exists. */

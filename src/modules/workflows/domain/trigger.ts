@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { liveSecrets, rotated, RotatingSecret } from '../../../shared/crypto/rotating-secrets';
 import { newSigningSecret, verifySignature } from '../../../shared/crypto/standard-webhooks';
 import { DomainError } from '../../../shared/errors/domain-error';
 
@@ -26,12 +27,6 @@ export const TRIGGER_LIMITS = {
   dedupeKeyLength: 200,
 };
 
-/** A secret; one being rotated out keeps working until `expiresAt`. */
-export interface TriggerSecret {
-  secret: string;
-  expiresAt: Date | null;
-}
-
 export interface TriggerProps {
   id: string;
   organizationId: string;
@@ -43,7 +38,7 @@ export interface TriggerProps {
   signatureEncoding: SignatureEncoding | null;
   signaturePrefix: string | null;
   /** The current secret first; at most one older one during a rotation's grace window. */
-  secrets: TriggerSecret[];
+  secrets: RotatingSecret[];
   /** JSONata from `{ headers, body, query }` to the run's input; null: the body is the input. */
   mapping: string | null;
   dedupe: DedupeSource;
@@ -167,14 +162,13 @@ export class Trigger {
   /** A new current secret; the old one keeps working for `graceSeconds` (0: stops at once). */
   rotateSecret(graceSeconds: number, now = new Date()): string {
     const secret = newSecret(this.props.scheme);
-    const old = { secret: this.currentSecret, expiresAt: new Date(now.getTime() + graceSeconds * 1000) };
-    this.props = { ...this.props, secrets: [{ secret, expiresAt: null }, ...(graceSeconds > 0 ? [old] : [])], updatedAt: now };
+    this.props = { ...this.props, secrets: rotated(this.props.secrets, secret, graceSeconds, now), updatedAt: now };
     return secret;
   }
 
   /** Why the request is not the sender's (null when it is), checked on its exact bytes in constant time. */
   authenticate(request: InboundRequest, now = new Date()): string | null {
-    const secrets = this.props.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret);
+    const secrets = liveSecrets(this.props.secrets, now);
     switch (this.props.scheme) {
       case 'standard-webhooks':
         return standardWebhooksProblem(request, secrets, now);

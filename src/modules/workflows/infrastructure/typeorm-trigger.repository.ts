@@ -4,9 +4,10 @@ import { Injectable } from '@nestjs/common';
 import { LessThan } from 'typeorm';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
+import { openSecrets, sealSecrets } from '../../../shared/crypto/rotating-secrets';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { Trigger, TriggerSecret } from '../domain/trigger';
+import { Trigger } from '../domain/trigger';
 import { TriggerEvent, TriggerEventRepository, TriggerEventSummary, TriggerRepository } from '../domain/trigger.repository';
 import { TriggerEventRow, WorkflowTriggerRow } from './workflow.orm-entities';
 
@@ -95,15 +96,12 @@ export class TypeOrmTriggerRepository extends TriggerRepository {
 
   private toRow(trigger: Trigger): WorkflowTriggerRow {
     const { secrets, ...props } = trigger.toProps();
-    const sealed = secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt?.toISOString() ?? null }));
-    return { ...props, sealedSecrets: this.box.seal(JSON.stringify(sealed), `trigger:${trigger.id}`) };
+    return { ...props, sealedSecrets: sealSecrets(this.box, secrets, `trigger:${trigger.id}`) };
   }
 
   private toDomain(row: WorkflowTriggerRow): Trigger {
     const { sealedSecrets, organization: _o, workflow: _w, ...props } = row;
-    const sealed = JSON.parse(this.box.open(sealedSecrets, `trigger:${row.id}`)) as Array<{ secret: string; expiresAt: string | null }>;
-    const secrets: TriggerSecret[] = sealed.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt ? new Date(s.expiresAt) : null }));
-    return Trigger.rehydrate({ ...props, secrets });
+    return Trigger.rehydrate({ ...props, secrets: openSecrets(this.box, sealedSecrets, `trigger:${row.id}`) });
   }
 }
 

@@ -12,16 +12,22 @@ import { RunRepository, WorkflowRepository } from '../domain/workflow.repository
 import { RunRequest, RunsService } from './runs.service';
 import { Scheduler } from './scheduler';
 
-/** Schedules in memory; a claim takes the earliest due one (the SQL's ORDER BY next_fire_at). */
+/**
+ * Schedules in memory; a claim takes the earliest due one (the SQL's ORDER BY next_fire_at) that
+ * no other claim holds, and holds it until it is written back or deleted (SKIP LOCKED, with the
+ * lock ending where the scheduler's transaction does).
+ */
 class InMemorySchedules extends ScheduleRepository {
   readonly rows = new Map<string, Schedule>();
   readonly recorded: Array<Occurrence & { scheduleId: string }> = [];
+  private readonly held = new Set<string>();
 
   async insert(s: Schedule) {
     this.rows.set(s.id, Schedule.rehydrate(s.toProps()));
   }
   async update(s: Schedule) {
     this.rows.set(s.id, Schedule.rehydrate(s.toProps()));
+    this.held.delete(s.id);
   }
   async find(_o: string, _w: string, id: string) {
     return this.rows.get(id) ?? null;
@@ -33,15 +39,18 @@ class InMemorySchedules extends ScheduleRepository {
     return this.rows.size;
   }
   async delete(_o: string, _w: string, id: string) {
+    this.held.delete(id);
     return this.rows.delete(id);
   }
   async deleteOfWorkflow() {}
   async claimDue(now: Date) {
     const due = [...this.rows.values()]
       .map((s) => s.toProps())
-      .filter((p) => p.enabled && p.nextFireAt && p.nextFireAt <= now)
+      .filter((p) => p.enabled && p.nextFireAt && p.nextFireAt <= now && !this.held.has(p.id))
       .sort((a, b) => a.nextFireAt!.getTime() - b.nextFireAt!.getTime());
-    return due.length ? Schedule.rehydrate(due[0]) : null;
+    if (!due.length) return null;
+    this.held.add(due[0].id);
+    return Schedule.rehydrate(due[0]);
   }
   async record(s: Schedule, occurrences: Occurrence[]) {
     this.recorded.push(...occurrences.map((o) => ({ ...o, scheduleId: s.id })));
@@ -128,6 +137,14 @@ describe('Scheduler', () => {
     ]);
     expect(schedules.rows.get(s.id)!.toProps()).toMatchObject({ nextFireAt: new Date('2027-01-01T00:02:00Z'), lastRunId: 'run-1' });
     expect(schedules.recorded).toEqual([expect.objectContaining({ outcome: 'started', runId: 'run-1' })]);
+  });
+
+  it('fires each of many schedules due at once exactly once with its claimers side by side', async () => {
+    const due = await Promise.all(Array.from({ length: 30 }, (_, i) => add(`w${i}`)));
+    await Promise.all([scheduler.tick(at('2027-01-01T00:01:01Z')), scheduler.tick(at('2027-01-01T00:01:01Z'))]);
+    expect(runs.started.map((r) => r.workflowId).sort()).toEqual(due.map((s) => s.workflowId).sort());
+    expect(schedules.recorded.map((o) => o.outcome)).toEqual(Array(30).fill('started'));
+    for (const s of due) expect(schedules.rows.get(s.id)!.toProps().nextFireAt).toEqual(new Date('2027-01-01T00:02:00Z'));
   });
 
   it("skips an occurrence while the schedule's previous run is still going, and says so with an event", async () => {

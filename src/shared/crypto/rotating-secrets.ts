@@ -22,6 +22,7 @@ export function sealSecrets(box: SecretBox, secrets: readonly RotatingSecret[], 
   return box.seal(JSON.stringify(secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt?.toISOString() ?? null }))), owner);
 }
 
+/** The secrets `sealSecrets` sealed for `owner`. */
 export function openSecrets(box: SecretBox, sealed: string, owner: string): RotatingSecret[] {
   const secrets = JSON.parse(box.open(sealed, owner)) as Array<{ secret: string; expiresAt: string | null }>;
   return secrets.map((s) => ({ secret: s.secret, expiresAt: s.expiresAt ? new Date(s.expiresAt) : null }));

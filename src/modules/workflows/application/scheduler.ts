@@ -73,10 +73,10 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
     await this.ticking;
   }
 
-  /** Claims due schedules with `claimers` side by side until none is left (or the tick's share is used). */
-  async tick(now: () => Date = () => new Date(), claimers = CLAIMERS): Promise<void> {
-    const share = Math.ceil(CLAIMS_PER_TICK / claimers);
-    await Promise.all(Array.from({ length: claimers }, () => this.claimAll(now, share)));
+  /** Claims due schedules with CLAIMERS side by side until none is left (or the tick's share is used). */
+  async tick(now: () => Date = () => new Date()): Promise<void> {
+    const share = Math.ceil(CLAIMS_PER_TICK / CLAIMERS);
+    await Promise.all(Array.from({ length: CLAIMERS }, () => this.claimAll(now, share)));
   }
 
   /** Claims due schedules one after another, at most `limit`. */

@@ -27,9 +27,9 @@
  * service installs LICENSE_KEY before it creates `default`, so nothing is raised, and later boots
  * skip the license as already installed. Every response must be 200 and carry
  * `RateLimit-Policy: "enterprise";q=1000000;w=60` when limits are on (with a JWT or a key), and
- * no such header when they are off; on Redis, the service's fail-open counter
- * (rate_limit_storage_errors_total on /metrics) must stay 0, else requests went through uncounted
- * and the Redis figures would be meaningless.
+ * no such header when they are off; on Redis, the service's storage-failure counter
+ * (rate_limit_storage_errors_total on /metrics) must stay 0, else requests were counted in the
+ * process's memory instead of Redis and the Redis figures would be meaningless.
  *
  * Targets (better runs, req/s): Redis at most 15 % below off; the API key at most 10 % below the
  * JWT (key against memory).
@@ -230,7 +230,7 @@ async function countedHits(client: JsonClient): Promise<number> {
   return BUDGET - Number(remaining);
 }
 
-/** rate_limit_storage_errors_total from /metrics: requests that passed uncounted because Redis failed. */
+/** rate_limit_storage_errors_total from /metrics: requests counted in memory because Redis failed. */
 async function storageFailures(service: JsonClient): Promise<number> {
   const res = await service.withToken(credentials.METRICS_TOKEN).request('GET', '/metrics');
   const match = /^rate_limit_storage_errors_total(?:\{[^}]*\})? (\S+)$/m.exec(typeof res.body === 'string' ? res.body : '');
@@ -356,7 +356,7 @@ function printReport(results: RunResult[]): void {
         (r) =>
           `  ${r.row.scenario}: ${r.counted} hits counted in the organization's current window ` +
           `(this process answered ${r.sent})` +
-          (r.storageFailures === null ? '' : `, ${r.storageFailures} Redis failures (passed uncounted)`),
+          (r.storageFailures === null ? '' : `, ${r.storageFailures} Redis failures (counted in memory)`),
       ),
     '',
     'Targets:',
@@ -413,5 +413,5 @@ runBenchmark(ENTRY, interrupted, cleanup, async () => {
   const errors = results.reduce((sum, r) => sum + r.row.errors + r.warmupErrors, 0);
   if (errors) throw new Error(`${errors} request(s) failed (non-200 or wrong RateLimit-Policy); see above`);
   const failures = results.reduce((sum, r) => sum + (r.storageFailures ?? 0), 0);
-  if (failures) throw new Error(`${failures} request(s) passed uncounted because Redis failed: the Redis figures do not count`);
+  if (failures) throw new Error(`${failures} request(s) were counted in memory because Redis failed: the Redis figures do not count`);
 });

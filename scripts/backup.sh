@@ -9,13 +9,18 @@
 # is always a complete backup. It holds password hashes and sealed secrets: mode 0600.
 # Exit status: 0 written, 2 refused (nothing written), 1 pg_dump failed.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # npm runs scripts in the package folder; a relative path means where npm was called.
 cd "${INIT_CWD:-$PWD}"
+# shellcheck source=database-url.sh
+source "$here/database-url.sh"
 
 if [ -z "${DATABASE_URL:-}" ]; then
   echo "backup: DATABASE_URL is not set (embedded mode: stop the service and copy its data folder instead)" >&2
   exit 2
 fi
+# The password goes to pg_dump in PGPASSWORD, never on its command line (ps shows those to all).
+split_database_url "$DATABASE_URL" backup || exit 2
 case "${1:-}" in
   -h | --help)
     echo "usage: npm run backup [-- <file>]   (default: backups/platform-<UTC time>.dump)"
@@ -45,7 +50,7 @@ trap 'rm -f "$partial"' EXIT
 
 # No --no-owner / --no-privileges here: custom-format archives keep them, and restore.sh leaves
 # them out (pg_restore), so the archive can still be restored with its owners by hand.
-pg_dump --format=custom --file="$partial" --dbname="$DATABASE_URL"
+pg_dump --format=custom --file="$partial" --dbname="$DBNAME"
 tables=$(pg_restore --list "$partial" | awk '$4 == "TABLE" && $5 != "DATA" && $5 != "ATTACH" { print $5 }')
 mv "$partial" "$file"
 trap - EXIT

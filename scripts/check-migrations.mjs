@@ -178,7 +178,7 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename
   const directory = process.argv[2] ?? join(import.meta.dirname, '..', 'src', 'database', 'migrations');
   const failures = checkDirectory(directory);
   if (failures.length) {
-    console.error(`Migrations that would lock a large table (see README, "Upgrade"):\n${failures.join('\n')}`);
+    console.error(`Migrations that would lock a large table (see docs/operating.md, "Upgrade"):\n${failures.join('\n')}`);
     process.exit(1);
   }
   console.log(`check-migrations: ${basename(directory)} ok`);

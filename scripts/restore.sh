@@ -10,14 +10,19 @@
 # changes nothing. pg_restore must be of the backup's pg_dump version or newer.
 # Exit status: 0 restored, 2 refused (nothing changed), 1 failed (nothing changed).
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # npm runs scripts in the package folder; a relative path means where npm was called.
 cd "${INIT_CWD:-$PWD}"
+# shellcheck source=database-url.sh
+source "$here/database-url.sh"
 
 usage="usage: npm run restore -- [--clean] <file>"
 if [ -z "${DATABASE_URL:-}" ]; then
   echo "restore: DATABASE_URL is not set: name the database to restore into" >&2
   exit 2
 fi
+# The password goes to psql and pg_restore in PGPASSWORD, never on their command lines (ps shows those to all).
+split_database_url "$DATABASE_URL" restore || exit 2
 clean=false
 file=''
 for arg in "$@"; do
@@ -59,7 +64,7 @@ if ! pg_restore --list "$file" >/dev/null 2>&1; then
   exit 2
 fi
 
-sql() { psql --dbname="$DATABASE_URL" --no-psqlrc --quiet --tuples-only --no-align --set=ON_ERROR_STOP=1 --command="$1"; }
+sql() { psql --dbname="$DBNAME" --no-psqlrc --quiet --tuples-only --no-align --set=ON_ERROR_STOP=1 --command="$1"; }
 target=$(sql 'SELECT current_database()') || {
   echo "restore: cannot connect to the target database" >&2
   exit 1
@@ -74,7 +79,7 @@ fi
 
 options=(--no-owner --no-privileges)
 if [ "$tables" -eq 0 ]; then
-  pg_restore "${options[@]}" --exit-on-error --single-transaction --dbname="$DATABASE_URL" "$file" || failed=true
+  pg_restore "${options[@]}" --exit-on-error --single-transaction --dbname="$DBNAME" "$file" || failed=true
 else
   # pg_restore --clean drops a partition's constraints before its table, which fails for the
   # partitions pg-boss attaches (their keys are then inherited). So the drops and the restore
@@ -96,7 +101,7 @@ BEGIN
 END \$\$;
 SQL
     pg_restore "${options[@]}" --clean --if-exists --file=- "$file"
-  } | psql --dbname="$DATABASE_URL" --no-psqlrc --quiet --set=ON_ERROR_STOP=1 --single-transaction --file=- >/dev/null || failed=true
+  } | psql --dbname="$DBNAME" --no-psqlrc --quiet --set=ON_ERROR_STOP=1 --single-transaction --file=- >/dev/null || failed=true
 fi
 if [ "${failed:-false}" = true ]; then
   echo "restore: failed; database '$target' is unchanged" >&2

@@ -8,7 +8,8 @@ import { Metrics } from './shared/metrics/metrics';
 import { ShutdownDrain } from './modules/operations/shutdown-drain';
 import { setupOpenApi } from './openapi.document';
 import { envelope } from './shared/errors/error-envelope';
-import { jsonBody, requestId } from './shared/http/request-body';
+import { jsonBody, requestId, storableQuery } from './shared/http/request-body';
+import { routeMappingsAtDebug } from './shared/logging/route-mappings-at-debug';
 
 function workerOnly(req: Request, res: Response, next: NextFunction): void {
   if (req.path !== '/api' && !req.path.startsWith('/api/')) return next();
@@ -23,7 +24,7 @@ function workerOnly(req: Request, res: Response, next: NextFunction): void {
 export function configureApp<T extends INestApplication>(app: T): T {
   const config = app.get(AppConfig);
   const express = app as unknown as NestExpressApplication;
-  app.useLogger(app.get(Logger));
+  app.useLogger(routeMappingsAtDebug(app.get(Logger)));
   express.set('trust proxy', config.http.trustProxy);
   express.disable('x-powered-by');
   app.use(requestId());
@@ -32,6 +33,7 @@ export function configureApp<T extends INestApplication>(app: T): T {
   app.use(helmet());
   // A worker process serves health and metrics only; everything else is not there.
   if (!config.runsApi) app.use(workerOnly);
+  app.use(storableQuery());
   for (const handler of jsonBody(config.http.bodyLimitBytes)) app.use(handler);
   if (config.runsApi) setupOpenApi(app);
   return app;

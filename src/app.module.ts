@@ -23,7 +23,9 @@ import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
 import { ExpressionsModule } from './shared/expressions/expressions.module';
+import { FairnessModule } from './shared/fairness/fairness.module';
 import { MetricsModule } from './shared/metrics/metrics.module';
+import { OutboundModule } from './shared/outbound/outbound.module';
 
 @Module({
   imports: [
@@ -63,6 +65,8 @@ import { MetricsModule } from './shared/metrics/metrics.module';
       ],
     }),
     MetricsModule,
+    OutboundModule,
+    FairnessModule,
     ExpressionsModule,
     ThrottlingModule,
     LicensingModule,

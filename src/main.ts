@@ -8,11 +8,15 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ConfigError, parseEnvironment } from './config/environment';
 import { startupLine } from './config/startup-line';
+import { DataFolderInUseError } from './database/embedded-postgres';
+import { LicensingService } from './modules/licensing/application/licensing.service';
 import { ShutdownDrain } from './modules/operations/shutdown-drain';
 
 async function bootstrap(): Promise<void> {
   parseEnvironment(process.env);
-  const app = configureApp(await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true }));
+  const app = configureApp(
+    await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, abortOnError: false }),
+  );
   const config = app.get(AppConfig);
   let stopping: Promise<void> | undefined;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -21,7 +25,8 @@ async function bootstrap(): Promise<void> {
     });
   }
   await app.listen(config.http.port, config.http.host);
-  new Logger('Platform').log(startupLine(config, (app.getHttpServer() as Server).address()));
+  const trial = config.trial ? (await app.get(LicensingService).state()).trial : null;
+  new Logger('Platform').log(startupLine(config, (app.getHttpServer() as Server).address(), trial));
 }
 
 /**
@@ -43,10 +48,10 @@ async function shutDown(app: INestApplication, config: AppConfig, signal: NodeJS
   process.kill(process.pid, signal);
 }
 
-// A configuration error, at parse time or found at boot (a LICENSE_KEY that does not verify):
-// one line naming the variable and the reason, and exit 1.
+// A configuration error, at parse time or found at boot (a LICENSE_KEY that does not verify), or
+// a DATA_DIR another process holds: one line naming the variable and the reason, and exit 1.
 bootstrap().catch((error: unknown) => {
-  if (!(error instanceof ConfigError)) throw error;
+  if (!(error instanceof ConfigError) && !(error instanceof DataFolderInUseError)) throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
 });

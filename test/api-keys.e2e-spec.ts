@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { ApiKeyRepository } from '../src/modules/credentials/domain/api-key.repository';
 import { install, registerAgent } from './support/agents';
-import { checksumOf, DISPLAY_PREFIX_LENGTH, forgeKey, KEY_PATTERN, secretFormsOf, withCharacterChanged } from './support/api-keys';
+import { checksumOf, DISPLAY_PREFIX_LENGTH, forgeKey, KEY_PATTERN, secretFormsOf, withCharacterChanged, withKey } from './support/api-keys';
 import { burst } from './support/bursts';
 import { eventually } from './support/eventually';
 import { bearer, createTestApp, PASSWORD, TestApp, TestOrg, TestUser } from './support/test-app';
+import { expectError } from './support/envelope';
 
 /**
  * API keys for service accounts and people (issue 15), against the contract: service accounts,
@@ -61,15 +62,6 @@ interface AccountBody {
 type Caller = TestUser | string;
 
 /** The one error envelope, with `details` naming `path` when one is given. */
-function expectError(res: Response, status: number, code: string, path?: string): void {
-  expect({ status: res.status, body: res.body as unknown }).toEqual({
-    status,
-    body: {
-      error: { code, message: expect.any(String), status, ...('details' in (res.body?.error ?? {}) ? { details: expect.any(Array) } : {}) },
-    },
-  });
-  if (path) expect(res.body.error.details).toContainEqual({ path, message: expect.any(String) });
-}
 
 /** 404 in the envelope with the resource's own code: the same answer for another organization's as for none. */
 class NotFounds {
@@ -100,7 +92,8 @@ describe('API keys', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
+    // Every refused key here comes from one address: room above the failures an address may have.
+    t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1', LOGIN_LIMIT_PER_IP: '1000' } });
   });
   afterAll(() => t.close());
 
@@ -357,6 +350,27 @@ describe('API keys', () => {
       expectInvalidKey(await get(key, `/api/agents/${agentId}`));
       notFound.check(await del(org.admin, `/api/service-accounts/${account.id}/api-keys/${randomUUID()}`), 'API_KEY_NOT_FOUND');
       notFound.expectSomeChecked();
+    });
+
+    it('refuses a revoked key with the very next request on the instance that answered the revoke (204)', async () => {
+      const { account, id, key } = await keyOf(org);
+      const kept = await accountKey(org, account.id);
+      expect((await get(key, '/api/agents')).status).toBe(200);
+      expect((await get(kept.key, '/api/agents')).status).toBe(200);
+      expect((await del(org.admin, `/api/service-accounts/${account.id}/api-keys/${id}`)).status).toBe(204);
+      expectInvalidKey(await get(key, '/api/agents'));
+      expect((await get(kept.key, '/api/agents')).status).toBe(200);
+
+      // Rotating without grace ends the old secret as promptly, a personal key's too.
+      const member = await t.addUser(org.id, 'member');
+      const personal = await personalKey(member);
+      expect((await get(personal.key, '/api/agents')).status).toBe(200);
+      const rotated = await post(member, `/api/auth/me/api-keys/${personal.id}/rotate`, { graceSeconds: 0 });
+      expect(rotated.status).toBe(200);
+      expectInvalidKey(await get(personal.key, '/api/agents'));
+      expect((await get(rotated.body.key as string, '/api/agents')).status).toBe(200);
+      expect((await del(member, `/api/auth/me/api-keys/${personal.id}`)).status).toBe(204);
+      expectInvalidKey(await get(rotated.body.key as string, '/api/agents'));
     });
 
     it('refuses what is not a valid key with 401', async () => {
@@ -677,16 +691,8 @@ describe('API keys', () => {
           post(key, '/api/workflows', { name: 'scoped', steps: [{ id: 'a', action: 'transform.jsonata', with: { expression: '$' } }] }),
       ],
       ['webhooks', '/api/webhooks', (key) => post(key, '/api/webhooks', { url: HOOK, eventTypes: ['plugin.installed'] })],
-      [
-        'users',
-        '/api/users',
-        (key) =>
-          post(key, '/api/users', {
-            email: `s-${randomUUID().slice(0, 8)}@test.example`,
-            password: 'a long enough password',
-            role: 'viewer',
-          }),
-      ],
+      // Creating a user sets a password, which no key may do (see below): a key's write here is enabling one.
+      ['users', '/api/users', (key) => patch(key, `/api/users/${org.viewer.id}`, { disabled: false })],
       ['organization', '/api/subscription', (key) => patch(key, '/api/subscription', { rateLimitPerMinute: 5000 })],
     ];
 
@@ -899,6 +905,41 @@ describe('API keys', () => {
     });
   });
 
+  describe("the owner's state, with the very next request", () => {
+    let org: TestOrg;
+    beforeAll(async () => {
+      org = await t.newOrg('team');
+    });
+
+    it('refuses the keys of a service account disabled or deleted, at once on the instance that answered', async () => {
+      const disabled = await keyOf(org);
+      const deleted = await keyOf(org);
+      expect((await get(disabled.key, '/api/agents')).status).toBe(200);
+      expect((await get(deleted.key, '/api/agents')).status).toBe(200);
+      expect((await patch(org.admin, `/api/service-accounts/${disabled.account.id}`, { disabled: true })).status).toBe(200);
+      expectInvalidKey(await get(disabled.key, '/api/agents'));
+      expect((await del(org.admin, `/api/service-accounts/${deleted.account.id}`)).status).toBe(204);
+      expectInvalidKey(await get(deleted.key, '/api/agents'));
+    });
+
+    it('refuses the personal keys of a user disabled, deleted or with a new password, at once', async () => {
+      const [disabled, deleted, renewed] = [
+        await t.addUser(org.id, 'member'),
+        await t.addUser(org.id, 'viewer'),
+        await t.addUser(org.id, 'member'),
+      ];
+      const keys = [await personalKey(disabled), await personalKey(deleted), await personalKey(renewed)];
+      for (const { key } of keys) expect((await get(key, '/api/agents')).status).toBe(200);
+      expect((await patch(org.admin, `/api/users/${disabled.id}`, { disabled: true })).status).toBe(200);
+      expectInvalidKey(await get(keys[0].key, '/api/agents'));
+      expect((await del(org.admin, `/api/users/${deleted.id}`)).status).toBe(204);
+      expectInvalidKey(await get(keys[1].key, '/api/agents'));
+      const changed = await patch(renewed, '/api/auth/me/password', { currentPassword: PASSWORD, newPassword: 'a brand new password' });
+      expect(changed.status).toBe(204);
+      expectInvalidKey(await get(keys[2].key, '/api/agents'));
+    });
+  });
+
   describe('tenant isolation', () => {
     it("treats another organization's resources as missing, and lists only the key's organization", async () => {
       const [a, b] = [await t.newOrg('team'), await t.newOrg('team')];
@@ -962,6 +1003,92 @@ describe('API keys', () => {
       expect((await get(org.admin, `/api/service-accounts/${account.id}/api-keys`)).body.data).toHaveLength(1);
       expect((await t.http().post('/api/auth/refresh').send({ refreshToken: org.admin.refreshToken })).status).toBe(200);
       expect((await get(org.admin, '/api/auth/me')).status).toBe(200);
+    });
+  });
+
+  describe('what a key never does: passwords, roles, new users (issue 24)', () => {
+    const SET_PASSWORD = {
+      error: { code: 'FORBIDDEN', message: 'Only a signed-in user may set a password; API keys cannot', status: 403 },
+    };
+    const CHANGE_ROLE = {
+      error: { code: 'FORBIDDEN', message: "Only a signed-in user may change a user's role; API keys cannot", status: 403 },
+    };
+    const NEW_PASSWORD = 'taken over by a key';
+    let org: TestOrg;
+    let keys: Array<[string, string]>;
+    beforeAll(async () => {
+      org = await t.newOrg('team');
+      keys = [
+        ['users:write key', (await keyOf(org, 'admin', { scopes: ['users:read', 'users:write'] })).key],
+        ['unscoped admin key', (await keyOf(org, 'admin')).key],
+        ["admin's personal key", (await personalKey(org.admin)).key],
+      ];
+    });
+
+    const login = (email: string, password: string) => t.http().post('/api/auth/login').send({ email, password });
+
+    it("refuses to set a user's password (403), so no key can sign in as the user; the password stays", async () => {
+      const admin = await t.addUser(org.id, 'admin');
+      for (const [what, key] of keys) {
+        for (const target of [admin, org.member]) {
+          const res = await patch(key, `/api/users/${target.id}`, { password: NEW_PASSWORD });
+          expect({ what, status: res.status, body: res.body as unknown }).toEqual({ what, status: 403, body: SET_PASSWORD });
+        }
+        const withDisabled = await patch(key, `/api/users/${org.member.id}`, { disabled: false, password: NEW_PASSWORD });
+        expect({ what, status: withDisabled.status, body: withDisabled.body as unknown }).toEqual({
+          what,
+          status: 403,
+          body: SET_PASSWORD,
+        });
+      }
+      const taken = await login(admin.email, NEW_PASSWORD);
+      expect({ status: taken.status, code: taken.body.error?.code }).toEqual({ status: 401, code: 'INVALID_CREDENTIALS' });
+      expect((await login(admin.email, PASSWORD)).status).toBe(200);
+      // The admin's sessions were not ended either.
+      expect((await get(admin, '/api/auth/me')).status).toBe(200);
+      // A signed-in admin still may.
+      expect((await patch(org.admin, `/api/users/${admin.id}`, { password: 'set by a signed-in admin' })).status).toBe(200);
+      expect((await login(admin.email, 'set by a signed-in admin')).status).toBe(200);
+    });
+
+    it("refuses to change a user's role (403); the same role, disabling, reading and deleting stay open to keys", async () => {
+      const user = await t.addUser(org.id, 'viewer');
+      for (const [what, key] of keys) {
+        for (const role of ['admin', 'member']) {
+          const res = await patch(key, `/api/users/${user.id}`, { role });
+          expect({ what, role, status: res.status, body: res.body as unknown }).toEqual({ what, role, status: 403, body: CHANGE_ROLE });
+        }
+        const same = await patch(key, `/api/users/${user.id}`, { role: 'viewer' });
+        expect({ what, status: same.status, role: same.body.role }).toEqual({ what, status: 200, role: 'viewer' });
+      }
+      expect((await get(org.admin, `/api/users/${user.id}`)).body.role).toBe('viewer');
+      const [, key] = keys[0];
+      const disabled = await patch(key, `/api/users/${user.id}`, { disabled: true });
+      expect({ status: disabled.status, disabled: disabled.body.disabled }).toEqual({ status: 200, disabled: true });
+      expect((await get(key, `/api/users/${user.id}`)).body.disabled).toBe(true);
+      expect((await get(key, '/api/users')).status).toBe(200);
+      expect((await del(key, `/api/users/${user.id}`)).status).toBe(204);
+      expect((await get(org.admin, `/api/users/${user.id}`)).status).toBe(404);
+      // A signed-in admin still may change a role.
+      const member = await t.addUser(org.id, 'member');
+      expect((await patch(org.admin, `/api/users/${member.id}`, { role: 'admin' })).body.role).toBe('admin');
+    });
+
+    it('refuses to create a user (the body always sets a password), and creates none', async () => {
+      for (const [what, key] of keys) {
+        const email = `by-key-${randomUUID().slice(0, 8)}@test.example`;
+        const res = await post(key, '/api/users', { email, password: NEW_PASSWORD, role: 'admin' });
+        expect({ what, status: res.status, body: res.body as unknown }).toEqual({ what, status: 403, body: SET_PASSWORD });
+        const users = await get(org.admin, '/api/users?limit=100');
+        expect(users.body.data.map((u: { email: string }) => u.email)).not.toContain(email);
+        expect((await login(email, NEW_PASSWORD)).status).toBe(401);
+      }
+      const byAdmin = await post(org.admin, '/api/users', {
+        email: `by-admin-${randomUUID().slice(0, 8)}@test.example`,
+        password: NEW_PASSWORD,
+        role: 'viewer',
+      });
+      expect(byAdmin.status).toBe(201);
     });
   });
 
@@ -1141,5 +1268,70 @@ describe('API keys', () => {
       expectError(await get(key, '/api/agents'), 429, 'RATE_LIMIT_EXCEEDED');
       expectError(await get(org.viewer, '/api/agents'), 429, 'RATE_LIMIT_EXCEEDED');
     });
+  });
+});
+
+describe('failed API-key authentications, limited per client address (issue 24)', () => {
+  let t: TestApp;
+  const WINDOW_SECONDS = 5;
+  beforeAll(async () => {
+    // Addresses told apart through X-Forwarded-For; 5 failures an address in a 5-second window.
+    t = await createTestApp({
+      env: { TRUST_PROXY: '1', LOGIN_LIMIT_PER_IP: '5', LOGIN_LIMIT_WINDOW_SECONDS: String(WINDOW_SECONDS) },
+    });
+  });
+  afterAll(() => t.close());
+
+  const from = (address: string, key: string) => t.http().get('/api/agents').set('X-Forwarded-For', address).set(withKey(key));
+  const forged = (i: number) => forgeKey(i % 2 ? 'plat_pk_' : 'plat_sa_');
+
+  it('answers 429 with Retry-After past LOGIN_LIMIT_PER_IP refused keys from one address, without reading more keys; others are not held back', async () => {
+    const org = await t.newOrg('team');
+    const account = await t.http().post('/api/service-accounts').set(bearer(org.admin)).send({ name: 'ci', role: 'member' });
+    expect(account.status).toBe(201);
+    const created = await t
+      .http()
+      .post(`/api/service-accounts/${account.body.id as string}/api-keys`)
+      .set(bearer(org.admin))
+      .send({ name: 'deploy' });
+    expect(created.status).toBe(201);
+    const key = created.body.key as string;
+    const attacker = '203.0.113.66';
+    const lookups = jest.spyOn(t.app.get(ApiKeyRepository, { strict: false }), 'findByHash');
+    try {
+      const refused: number[] = [];
+      for (let i = 0; i < 5; i++) refused.push((await from(attacker, forged(i))).status);
+      expect(refused).toEqual([401, 401, 401, 401, 401]);
+      const over = await from(attacker, forged(5));
+      expect({ status: over.status, body: over.body as unknown }).toEqual({
+        status: 429,
+        body: { error: { code: 'RATE_LIMIT_EXCEEDED', message: expect.any(String), status: 429 } },
+      });
+      const retryAfter = Number(over.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(WINDOW_SECONDS);
+      expect(lookups).toHaveBeenCalledTimes(6);
+
+      // From then on until the window ends: 429 at once, without a database read.
+      for (let i = 0; i < 20; i++) expect((await from(attacker, forged(i))).status).toBe(429);
+      expect(lookups).toHaveBeenCalledTimes(6);
+    } finally {
+      lookups.mockRestore();
+    }
+    // Other addresses are not held back: a valid key works, a forged one is a plain 401.
+    expect((await from('198.51.100.7', key)).status).toBe(200);
+    expect((await from('198.51.100.8', forged(0))).status).toBe(401);
+    // Nor is a signed-in user at the limited address: only keys are counted there.
+    expect((await t.http().get('/api/agents').set('X-Forwarded-For', attacker).set(bearer(org.member))).status).toBe(200);
+
+    // Like a right password at a limited login, a valid key the instance must read waits for the window to end, then works.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await from(attacker, key)).status).toBe(429);
+    await eventually(async () => (await from(attacker, key)).status === 200, {
+      timeoutMs: (WINDOW_SECONDS + 2) * 1000,
+      intervalMs: 250,
+      message: 'the valid key to work again at the limited address once the window ended',
+    });
+    expect((await from(attacker, forged(0))).status).toBe(401);
   });
 });

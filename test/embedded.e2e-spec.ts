@@ -1,7 +1,17 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestApp } from './support/test-app';
+
+/** Folders and files under `root` that another OS user could enter or read (anything but 0700 and 0600). */
+function notPrivate(root: string): string[] {
+  const names = ['.', ...(readdirSync(root, { recursive: true }) as string[])];
+  return names.flatMap((name) => {
+    const stat = lstatSync(join(root, name));
+    const mode = stat.mode & 0o777;
+    return mode === (stat.isDirectory() ? 0o700 : 0o600) ? [] : [`${name} ${mode.toString(8)}`];
+  });
+}
 
 describe('embedded mode', () => {
   it('starts with no DATABASE_URL on PGlite in DATA_DIR and answers login', async () => {
@@ -22,11 +32,15 @@ describe('embedded mode', () => {
       const me = await t.http().get('/api/auth/me').set('Authorization', `Bearer ${login.body.accessToken}`);
       expect(me.body).toMatchObject({ user: { role: 'admin', isOperator: true }, organization: { slug: 'default', tier: 'starter' } });
       expect(readFileSync(join(dataDir, 'jwt-secret'), 'utf8').length).toBeGreaterThanOrEqual(32);
+      // The database's files (password hashes in pg_authid and the WAL) are this OS user's alone.
+      expect(statSync(join(dataDir, 'pglite')).mode & 0o777).toBe(0o700);
+      expect(notPrivate(join(dataDir, 'pglite'))).toEqual([]);
     } finally {
       await t.close();
     }
     // A restart keeps the data and the generated secret: the admin still signs in. With a
     // LICENSE_KEY now, the installation's one organization is raised to the licensed tier.
+    let afterStop: string[];
     const again = await createTestApp({
       env: { ...env, ADMIN_PASSWORD: 'ignored once bootstrapped', LICENSE_KEY: process.env.LICENSE_KEY },
     });
@@ -39,8 +53,11 @@ describe('embedded mode', () => {
       expect(subscription.body).toMatchObject({ tier: 'enterprise', license: { status: 'valid', customer: 'test suite' } });
     } finally {
       await again.close();
+      afterStop = notPrivate(join(dataDir, 'pglite'));
       rmSync(dataDir, { recursive: true, force: true });
     }
+    // Also what Postgres wrote at its stop with the process umask.
+    expect(afterStop).toEqual([]);
     // Two boots of PGlite from an empty directory (migrations included): ~20 s on 2 cores, more when they are busy.
   }, 90_000);
 });

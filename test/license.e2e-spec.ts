@@ -68,13 +68,17 @@ describe('license', () => {
   });
 
   it('installs a valid license; tiers up to it may be assigned', async () => {
-    const res = await install(await issueLicense(grant({ tier: 'team', seats: 500, maxRateLimitPerMinute: 900 }), VENDOR_KEY));
+    // Seats to spare over the users the files before this one left in the shared database (a
+    // few hundred in the whole suite): an organization's admin takes one.
+    const [{ count }] = await t.app.get(DataSource).query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
+    const seats = Number(count) + 500;
+    const res = await install(await issueLicense(grant({ tier: 'team', seats, maxRateLimitPerMinute: 900 }), VENDOR_KEY));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'valid',
       customer: 'Acme',
       tier: 'team',
-      seats: 500,
+      seats,
       maxRateLimitPerMinute: 900,
       // The suite's vendor key is a throwaway one added with LICENSE_PUBLIC_KEYS: shown for what it is.
       verifiedBy: 'environment',
@@ -82,7 +86,8 @@ describe('license', () => {
         expect.stringContaining("verified against a key from LICENSE_PUBLIC_KEYS (the environment), not against the vendor's keys"),
       ],
     });
-    expect((await createOrg('team')).status).toBe(201);
+    const created = await createOrg('team');
+    expect({ status: created.status, error: created.body.error as unknown }).toEqual({ status: 201, error: undefined });
     const above = await createOrg('enterprise');
     expect(above.status).toBe(403);
     expect(above.body.error.code).toBe('LICENSE_REQUIRED');
@@ -95,7 +100,7 @@ describe('license', () => {
       assignedTier: 'team',
       rateLimit: { tier: 'team', limit: 500 },
       features: ['webhooks'],
-      seats: { used: expect.any(Number), allowed: 500 },
+      seats: { used: expect.any(Number), allowed: seats },
       license: { status: 'valid', customer: 'Acme', tier: 'team', verifiedBy: 'environment' },
       warnings: [expect.stringContaining('LICENSE_PUBLIC_KEYS')],
     });
@@ -204,6 +209,29 @@ describe('license', () => {
       .get(DataSource)
       .query<Array<{ count: string }>>('SELECT count(*) AS count FROM users WHERE organization_id = $1', [org.id]);
     expect(Number(count)).toBe(5);
+  });
+
+  it("shows the installation's seats to admins and operators only; members and viewers see their organization's (issue 24)", async () => {
+    expect((await install(await issueLicense(grant({ seats: 100_000 }), VENDOR_KEY))).status).toBe(200);
+    const org = await t.newOrg('team');
+    // newOrg made 4 users (the first admin and one per role).
+    expect((await t.http().patch(`/api/organizations/${org.id}`).set(bearer(operator)).send({ seatQuota: 10 })).status).toBe(200);
+    const operatorHere = await t.addUser(org.id, 'viewer', { isOperator: true });
+    const ofOrganization = { used: 5, quota: 10 };
+    const seatsOf = async (user: TestUser) => {
+      const res = await t.http().get('/api/subscription').set(bearer(user));
+      expect(res.status).toBe(200);
+      return res.body.seats as unknown;
+    };
+    const [{ count }] = await t.app.get(DataSource).query<Array<{ count: string }>>('SELECT count(*) AS count FROM users');
+
+    for (const user of [org.member, org.viewer]) expect(await seatsOf(user)).toEqual({ organization: ofOrganization });
+    const installationWide = { used: Number(count), allowed: 100_000, organization: ofOrganization };
+    expect(await seatsOf(org.admin)).toEqual(installationWide);
+    // An instance operator sees them whatever the role in the organization.
+    expect(await seatsOf(operatorHere)).toEqual(installationWide);
+    // The other organization's members see their own figures, never this one's.
+    expect(await seatsOf(home.member)).toEqual({ organization: { used: expect.any(Number), quota: null } });
   });
 
   it('refuses a user beyond the seats', async () => {

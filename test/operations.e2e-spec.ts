@@ -65,6 +65,8 @@ describe('operations', () => {
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/auth/login', '/api/users/{id}', '/api/organizations']));
     expect(res.body.components.schemas.ErrorEnvelopeDto).toBeDefined();
     expect(res.body.paths['/api/users/{id}'].get.responses['404']).toBeDefined();
-    expect(res.body.info.description).toContain('PLUGIN_NOT_FOUND');
+    // The error catalog is a page of its own, linked from the description.
+    expect(res.body.info.description).toContain('/api/docs/errors');
+    expect((await t.http().get('/api/docs/errors')).text).toContain('PLUGIN_NOT_FOUND');
   });
 });

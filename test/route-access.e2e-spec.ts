@@ -70,6 +70,8 @@ describe('route access declarations', () => {
         'ApiKeysController.setPolicy',
         'OrganizationsController.create',
         'LicenseController.install',
+        'SamlController.put',
+        'SamlController.remove',
       ]),
     );
   });
@@ -82,6 +84,7 @@ describe('route access declarations', () => {
       'AuthController.login',
       'AuthController.refresh',
       'HooksController.receive',
+      'OperationsController.home',
       'OperationsController.live',
       'OperationsController.ready',
       'OperationsController.scrape',

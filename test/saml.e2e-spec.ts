@@ -241,6 +241,42 @@ describe('SAML SSO', () => {
       }
     });
 
+    it('is for signed-in admins only: an API key, even with organization:write, gets 403 on PUT and DELETE and changes nothing', async () => {
+      const org = await samlOrg();
+      const account = await t.http().post('/api/service-accounts').set(bearer(org.admin)).send({ name: 'automation', role: 'admin' });
+      expect(account.status).toBe(201);
+      const created = await t
+        .http()
+        .post(`/api/service-accounts/${account.body.id as string}/api-keys`)
+        .set(bearer(org.admin))
+        .send({ name: 'sso', scopes: ['organization:read', 'organization:write'] });
+      expect(created.status).toBe(201);
+      const withKey = { Authorization: `Bearer ${created.body.key as string}` };
+      const before = await t.http().get('/api/auth/saml').set(bearer(org.admin));
+      expect(before.status).toBe(200);
+      const sessionOnly = { error: { code: 'FORBIDDEN', message: 'Only a signed-in user may do this; API keys cannot', status: 403 } };
+
+      // Its own IdP, making everyone an admin: refused.
+      const put = await t
+        .http()
+        .put('/api/auth/saml')
+        .set(withKey)
+        .send(
+          settings({ idpEntityId: rogue.entityId, idpSsoUrl: rogue.ssoUrl, idpCertificates: [rogue.certificate], defaultRole: 'admin' }),
+        );
+      expect({ status: put.status, body: put.body }).toEqual({ status: 403, body: sessionOnly });
+      const del = await t.http().delete('/api/auth/saml').set(withKey);
+      expect({ status: del.status, body: del.body }).toEqual({ status: 403, body: sessionOnly });
+
+      // Nothing changed: the key still reads the settings (organization:read), as they were; the rogue IdP signs no one in.
+      const after = await t.http().get('/api/auth/saml').set(withKey);
+      expect({ status: after.status, body: after.body }).toEqual({ status: 200, body: before.body });
+      const email = newEmail('by-key');
+      const login = await startLogin(org);
+      await expectRefused(org, samlResponseXml(idpResponse(org, { idp: rogue, inResponseTo: login.requestId, nameId: email })), [email]);
+      expect((await me(await signIn(org, newEmail('still')))).status).toBe(200);
+    });
+
     it('is an enterprise feature: a team organization gets FEATURE_NOT_AVAILABLE', async () => {
       const org = await t.newOrg('team');
       const res = await putSettings(org, settings());

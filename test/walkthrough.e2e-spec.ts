@@ -34,7 +34,7 @@ function run(command: string, args: string[], env: Record<string, string> = {}):
   });
 }
 
-describe('the README walkthrough is examples/walkthrough.sh', () => {
+describe('the walkthrough of docs/getting-started.md is examples/walkthrough.sh', () => {
   let scratch: string;
   beforeAll(() => (scratch = mkdtempSync(join(tmpdir(), 'platform-walkthrough-check-'))));
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -43,25 +43,25 @@ describe('the README walkthrough is examples/walkthrough.sh', () => {
     const check = await run(process.execPath, [CHECK]);
     expect(check.stderr).toBe('');
     expect(check.code).toBe(0);
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8');
     for (const name of ['setup', 'sign-in', 'install-plugin', 'agent', 'workflow', 'runs', 'webhook']) {
       expect(readme).toContain(`<!-- walkthrough:${name} -->\n\`\`\`bash\n`);
     }
   });
 
-  it('fails when a README block drifts from the script, or a block of the script is missing', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  it('fails when a block of the page drifts from the script, or a block of the script is missing', async () => {
+    const readme = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8');
     const drifted = join(scratch, 'drifted.md');
     writeFileSync(drifted, readme.replace('"name":"shout"', '"name":"yell"'));
     const check = await run(process.execPath, [CHECK, drifted, SCRIPT]);
     expect(check.code).toBe(1);
-    expect(check.stderr).toContain('README block walkthrough:agent differs from the script');
+    expect(check.stderr).toContain('drifted.md block walkthrough:agent differs from the script');
 
     const missing = join(scratch, 'missing.md');
     writeFileSync(missing, readme.replaceAll('<!-- walkthrough:runs -->', ''));
     const again = await run(process.execPath, [CHECK, missing, SCRIPT]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`the script's block "runs" is not in README.md`);
+    expect(again.stderr).toContain(`the script's block "runs" is not in missing.md`);
 
     // --write puts the script's blocks back, and the copy passes again.
     const write = await run(process.execPath, [CHECK, '--write', drifted, SCRIPT]);

@@ -1,27 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { ENDPOINT_LIMITS } from '../src/modules/webhooks/domain/endpoint';
 import { EVENT_TYPES } from '../src/modules/webhooks/domain/event-types';
 import { EndpointRepository } from '../src/modules/webhooks/domain/webhook.repository';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
+import { expectError } from './support/envelope';
 
 const SECRET = /^whsec_[A-Za-z0-9+/]+=*$/;
 const HOOK = 'http://127.0.0.1:9/hooks/platform';
 const ENDPOINT_KEYS = ['createdAt', 'description', 'disabledReason', 'enabled', 'eventTypes', 'id', 'updatedAt', 'url'];
 
 /** The one error envelope, with `details` naming `path` when one is given. */
-function expectError(res: Response, status: number, code: string, path?: string): void {
-  expect({ status: res.status, body: res.body as unknown }).toEqual({
-    status,
-    body: { error: { code, message: expect.any(String), status, ...(path ? { details: expect.any(Array) } : {}) } },
-  });
-  const keys = Object.keys(res.body.error).sort();
-  expect(keys).toEqual(path || 'details' in res.body.error ? ['code', 'details', 'message', 'status'] : ['code', 'message', 'status']);
-  if (path) expect(res.body.error.details).toContainEqual({ path, message: expect.any(String) });
-}
 
 describe('webhooks API', () => {
   let t: TestApp;

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { Webhook } from 'standardwebhooks';
-import type { Response } from 'supertest';
 import { MessageRepository } from '../src/modules/webhooks/domain/webhook.repository';
 import { EventOutbox } from '../src/shared/events/event-outbox';
 import { eventually } from './support/eventually';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
 import { Receiver } from './support/webhook-receiver';
+import { expectError } from './support/envelope';
 
 interface Delivery {
   id: string;
@@ -21,10 +21,6 @@ interface Delivery {
 
 const DELIVERY_KEYS = ['attempts', 'createdAt', 'error', 'finishedAt', 'id', 'nextAttemptAt', 'status', 'type'];
 const DAY_MS = 86_400_000;
-
-function expectError(res: Response, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-}
 
 describe('webhook delivery log', () => {
   let t: TestApp;

@@ -145,7 +145,7 @@ describe('webhooks: the SSRF guard against DNS rebinding', () => {
 
   /** What the log shows for a delivery the guard refused: no answer, an error naming the refusal and the address. */
   function expectRefusedAttempt(detail: DeliveryDetail, hostname: string, address: string): void {
-    const refusal = `ADDRESS_NOT_ALLOWED: Outbound requests to ${hostname} (resolved to ${address}) are not allowed`;
+    const refusal = `ADDRESS_NOT_ALLOWED: Outbound requests to ${hostname} (resolved to ${address}) are not allowed; to allow an internal target, add it to OUTBOUND_ALLOWLIST`;
     expect(detail.type).toBe('agent.execution.succeeded');
     expect(detail.status).toBe('pending');
     expect(detail.error).toEqual({ code: 'DELIVERY_FAILED', message: refusal });

@@ -109,6 +109,15 @@ describe('workflows', () => {
       ['an if that does not compile', [{ id: 'a', ...jsonata('$'), if: '$$$(' }], 'steps[0].if', "step 'a' if:"],
       ['a with that fails its schema', [{ id: 'a', action: 'transform.jsonata', with: {} }], 'steps[0].with', 'expression'],
       ['a bad step id', [{ id: 'Bad Id', ...jsonata('$') }], 'steps[0].id', 'pattern'],
+      [
+        'an input that reads a step it does not wait for (issue 25)',
+        [
+          { id: 'upper', ...jsonata('$uppercase(text)') },
+          { id: 'report', ...jsonata('$'), input: '{"text": steps.upper.output}' },
+        ],
+        'steps[1].input',
+        "step 'report' input reads steps.upper but does not wait for it: add 'upper' to its needs",
+      ],
     ])('reports %s', async (_what, steps, path, message) => {
       const details = await problems({ name: 'x', steps });
       expect(details).toEqual(expect.arrayContaining([expect.objectContaining({ path, message: expect.stringContaining(message) })]));

@@ -22,12 +22,13 @@ export class AppConfig {
     shutdownDrainMs: number;
   };
   readonly role: AppRole;
-  /** Job-fetching loops per worker process; each takes a batch of jobs at a time. */
+  /** A worker process runs up to this many batches of a queue's jobs at once. */
   readonly workerConcurrency: number;
   /** The sandbox of tenant expressions: its threads and the heap of each. */
   readonly expressions: { threads: number; heapMb: number; timeLimitMs: number; inline: boolean };
   readonly database: { url?: string; dataDir: string; poolSize: number };
-  readonly redisUrl?: string;
+  /** The Redis of the rate-limit counters, when REDIS_URL is set. */
+  readonly redis?: { url: string; commandTimeoutMs: number };
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
   readonly bootstrap: { adminEmail: string; adminPassword?: string };
   readonly loginLimits: { perIp: number; perEmail: number; windowSeconds: number };
@@ -42,10 +43,14 @@ export class AppConfig {
   readonly webhooks: { logRetentionDays: number; disableAfterDays: number };
   /** HOOK_RATE_LIMIT_PER_SOURCE and _PER_TRIGGER (per minute), TRIGGER_EVENT_RETENTION_DAYS. */
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
+  /** ORG_MAX_*: the operator's overrides of every tier's fair share (unset: the tier's). */
+  readonly shareOverrides: Partial<Record<'expressions' | 'executions' | 'runs' | 'deliveries' | 'schedules', number>>;
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
   readonly licensePublicKeys: string[];
   /** A license to install at boot. */
   readonly licenseKey?: string;
+  /** TRIAL=true: enterprise features and loopback targets for 30 days from the first start with it. */
+  readonly trial: boolean;
   /** Tier rate limits on /api (off only for benchmarks). */
   readonly rateLimitEnabled: boolean;
   /** Where clients and identity providers reach the service (SAML entity ids and ACS URLs). */
@@ -72,14 +77,14 @@ export class AppConfig {
     this.role = env.APP_ROLE as AppRole;
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.expressions = {
-      threads: env.EXPRESSION_THREADS ?? Math.min(4, availableParallelism()),
+      threads: env.EXPRESSION_THREADS ?? Math.min(4, availableParallelism()) + 1,
       heapMb: env.EXPRESSION_HEAP_MB,
       timeLimitMs: env.EXPRESSION_TIMEOUT_MS,
       inline: env.EXPRESSION_SANDBOX === 'inline',
     };
     const dataDir = resolve(env.DATA_DIR);
     this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
-    this.redisUrl = env.REDIS_URL;
+    this.redis = env.REDIS_URL ? { url: env.REDIS_URL, commandTimeoutMs: env.REDIS_COMMAND_TIMEOUT_MS } : undefined;
     this.jwt = {
       secret: env.JWT_SECRET ?? persistedSecret(dataDir, 'jwt-secret'),
       issuer: env.JWT_ISSUER,
@@ -103,10 +108,20 @@ export class AppConfig {
       perTriggerPerMinute: env.HOOK_RATE_LIMIT_PER_TRIGGER,
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
+    this.shareOverrides = Object.fromEntries(
+      Object.entries({
+        expressions: env.ORG_MAX_EXPRESSIONS,
+        executions: env.ORG_MAX_EXECUTIONS,
+        runs: env.ORG_MAX_RUNS,
+        deliveries: env.ORG_MAX_DELIVERIES,
+        schedules: env.ORG_MAX_SCHEDULES,
+      }).filter(([, value]) => value !== undefined),
+    );
     this.metricsToken = env.METRICS_TOKEN;
     this.licensePublicKeys = env.LICENSE_PUBLIC_KEYS.split(',').filter(Boolean);
     this.licenseKey = env.LICENSE_KEY;
     this.rateLimitEnabled = env.RATE_LIMIT_ENABLED;
+    this.trial = env.TRIAL;
     this.publicUrl = env.PUBLIC_URL ?? `http://localhost:${env.PORT}`;
     if (env.SAML_IDP_ENTITY_ID && env.SAML_IDP_SSO_URL && env.SAML_IDP_CERTIFICATE) {
       this.samlFromEnv = {

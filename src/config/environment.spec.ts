@@ -44,6 +44,16 @@ describe('parseEnvironment', () => {
     expect(() => parseEnvironment({ ...base, SECRETS_KEY: 'abcd' })).toThrow(/SECRETS_KEY must be 32 bytes/);
   });
 
+  it('takes TRIAL as true or false, and refuses it in production naming TRIAL and NODE_ENV', () => {
+    expect(parseEnvironment({}).TRIAL).toBe(false);
+    expect(parseEnvironment({ TRIAL: 'true' }).TRIAL).toBe(true);
+    expect(parseEnvironment({ TRIAL: '0' }).TRIAL).toBe(false);
+    expect(() => parseEnvironment({ TRIAL: 'yes please' })).toThrow(/TRIAL must be true or false/);
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', JWT_SECRET: SECRET, SECRETS_KEY: 'ab'.repeat(32) };
+    expect(() => parseEnvironment({ ...production, TRIAL: 'true' })).toThrow(/TRIAL=true .* is refused when NODE_ENV=production/);
+    expect(parseEnvironment({ ...production, TRIAL: 'false' }).TRIAL).toBe(false);
+  });
+
   it('reads booleans and numbers', () => {
     expect(parseEnvironment({ SAML_ENFORCED: 'true', PORT: '8080' })).toMatchObject({ SAML_ENFORCED: true, PORT: 8080 });
   });

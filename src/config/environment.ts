@@ -1,13 +1,13 @@
 import { isIP } from 'node:net';
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 
 /** The roles SAML may give new users (the users' roles; config imports nothing of the app). */
 export const SAML_ROLES = ['admin', 'member', 'viewer'] as const;
 
 /**
- * Every environment variable the service reads, with its default. The README's
- * configuration table mirrors this class; `loadConfig` validates it once at boot.
+ * Every environment variable the service reads, with its default. docs/reference/configuration.md
+ * is generated from this class (`npm run docs:reference`); `loadConfig` validates it once at boot.
  */
 export class Environment {
   @IsIn(['development', 'production', 'test'])
@@ -41,6 +41,12 @@ export class Environment {
   @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
   REDIS_URL?: string;
 
+  /** How long a rate-limit counter may take in Redis before it is counted in the process's memory instead. */
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  REDIS_COMMAND_TIMEOUT_MS = 1000;
+
   @IsOptional()
   @IsString()
   @MinLength(32, { message: 'JWT_SECRET must be at least 32 bytes' })
@@ -70,6 +76,42 @@ export class Environment {
   @Min(1)
   @Max(1_000_000)
   HOOK_RATE_LIMIT_PER_TRIGGER = 1200;
+
+  /**
+   * Operator overrides of what one organization may hold of the shared machinery at once,
+   * whatever its tier (unset: the tier's share, see docs/concepts.md, fair shares): expression
+   * evaluations per process, and executions, workflow runs and webhook deliveries in flight
+   * across the installation; and how many schedules it may have.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  ORG_MAX_EXPRESSIONS?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  ORG_MAX_EXECUTIONS?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  ORG_MAX_RUNS?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  ORG_MAX_DELIVERIES?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  ORG_MAX_SCHEDULES?: number;
 
   /** Days the requests inbound webhook triggers received are kept (their events list and replay). */
   @IsInt()
@@ -152,7 +194,10 @@ export class Environment {
   @Max(64)
   WORKER_CONCURRENCY = 4;
 
-  /** Worker threads that evaluate tenant expressions; unset: one per core, at most 4. */
+  /**
+   * Worker threads that evaluate tenant expressions; unset: one per core (at most 4) and one
+   * more, which no single organization may take (ORG_MAX_EXPRESSIONS is capped below the count).
+   */
   @IsOptional()
   @IsInt()
   @Min(1)
@@ -212,11 +257,23 @@ export class Environment {
 
   @Transform(({ value }) => value === true || value === 'true' || value === '1')
   SAML_ENFORCED = false;
+
+  /**
+   * Trial mode, to try everything on one machine: for 30 days from the installation's first start
+   * with it, every organization has the enterprise tier's features and outbound calls may reach
+   * loopback and private addresses; then what the license allows. Refused when NODE_ENV=production.
+   */
+  @Transform(({ value }) =>
+    value === true || value === 'true' || value === '1' ? true : value === false || value === 'false' || value === '0' ? false : value,
+  )
+  @IsBoolean({ message: 'TRIAL must be true or false' })
+  TRIAL = false;
 }
 
 const NUMERIC = new Set([
   'PORT',
   'DB_POOL_SIZE',
+  'REDIS_COMMAND_TIMEOUT_MS',
   'JWT_ACCESS_TTL_SECONDS',
   'REFRESH_TOKEN_TTL_SECONDS',
   'LOGIN_LIMIT_PER_IP',
@@ -233,6 +290,11 @@ const NUMERIC = new Set([
   'HOOK_RATE_LIMIT_PER_SOURCE',
   'HOOK_RATE_LIMIT_PER_TRIGGER',
   'TRIGGER_EVENT_RETENTION_DAYS',
+  'ORG_MAX_EXPRESSIONS',
+  'ORG_MAX_EXECUTIONS',
+  'ORG_MAX_RUNS',
+  'ORG_MAX_DELIVERIES',
+  'ORG_MAX_SCHEDULES',
 ]);
 
 export class ConfigError extends Error {
@@ -265,6 +327,8 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
     if (!parsed.SECRETS_KEY) problems.push('SECRETS_KEY (32 bytes, hex or base64) is required when NODE_ENV=production');
     if (parsed.EXPRESSION_SANDBOX === 'inline')
       problems.push('EXPRESSION_SANDBOX=inline (for benchmarks) is refused when NODE_ENV=production');
+    if (parsed.TRIAL === true)
+      problems.push('TRIAL=true (trial mode, to try the service on a laptop) is refused when NODE_ENV=production: unset TRIAL');
   }
   if (parsed.SHUTDOWN_DRAIN_MS >= parsed.SHUTDOWN_GRACE_MS) {
     problems.push('SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS: the drain is the first part of the grace period');

@@ -29,6 +29,20 @@ describe('startupLine', () => {
     expect(line).not.toContain('s3cret');
   });
 
+  it('marks a trial: until when and the days left, or that it ended', () => {
+    const config = configOf({ DATA_DIR: '/srv/platform', TRIAL: 'true' });
+    const address = { address: '127.0.0.1', family: 'IPv4', port: 3000 };
+    const endsAt = new Date('2026-12-27T04:30:00.000Z');
+    expect(startupLine(config, address, { active: true, endsAt, daysLeft: 30 })).toBe(
+      'Platform ready at http://127.0.0.1:3000; API docs http://127.0.0.1:3000/api/docs; role all; ' +
+        'database embedded PGlite, data in /srv/platform/pglite; ' +
+        'TRIAL until 2026-12-27T04:30:00.000Z (30 days left): enterprise features, loopback targets allowed',
+    );
+    expect(startupLine(config, address, { active: false, endsAt, daysLeft: 0 })).toMatch(
+      /; TRIAL ended on 2026-12-27T04:30:00.000Z: back to what the license allows$/,
+    );
+  });
+
   it('says a worker serves no API, on the port it really got', () => {
     const config = configOf({ APP_ROLE: 'worker', PORT: '0', DATABASE_URL: 'postgres://db.internal/jobs' });
     expect(startupLine(config, { address: '127.0.0.1', family: 'IPv4', port: 41234 })).toBe(

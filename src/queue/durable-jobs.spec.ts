@@ -11,9 +11,14 @@ import { DurableJobKind, DurableJobs, JobRecords, RETRY, RunResult, RunSignals }
 import { JobQueue, QueueDefinition, SendOptions } from './job-queue';
 import { DurableRecords, JobReconciler, UnfinishedRecord } from './job-reconciler';
 import { Signals } from './signals';
+import { AppConfig } from '../config/app-config';
+import { OrganizationShares, Shares } from '../shared/fairness/organization-shares';
+
+const SHARES: Shares = { expressions: 50, executions: 50, runs: 50, deliveries: 50, schedules: 20 };
 
 interface Thing {
   id: string;
+  organizationId: string;
   status: string;
   jobId: string | null;
   createdAt: Date;
@@ -24,13 +29,17 @@ interface Thing {
   output: unknown;
 }
 
-type Unfinished = { id: string; jobId: string | null; attempts: number; color: string };
+type Unfinished = { id: string; organizationId: string; jobId: string | null; attempts: number; color: string };
 
 /** Records in a map, with the guarded transitions of the real repositories. */
 class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   readonly rows = new Map<string, Thing>();
   finishCalls = 0;
   failStart = false;
+  /** Records whose start throws, whatever else is in the batch (a secret no key opens). */
+  readonly unstartable = new Set<string>();
+  /** Finishes that throw (the database is away) before they go through. */
+  failFinishes = 0;
 
   async insert(record: Thing): Promise<void> {
     this.rows.set(record.id, { ...record });
@@ -41,6 +50,8 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   }
   async start(ids: string[]): Promise<Thing[]> {
     if (this.failStart) throw new Error('connection terminated');
+    const bad = ids.find((id) => this.unstartable.has(id));
+    if (bad) throw new Error(`the secret of ${bad} cannot be opened`);
     return ids.flatMap((id) => {
       const row = this.rows.get(id);
       if (!row || !['queued', 'running'].includes(row.status)) return [];
@@ -50,6 +61,7 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   }
   async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Thing | null>> {
     this.finishCalls++;
+    if (this.failFinishes-- > 0) throw new Error('connection terminated');
     return outcomes.map(({ id, outcome }) => {
       const row = this.rows.get(id);
       if (!row || row.status !== 'running') return null;
@@ -65,7 +77,7 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   async unfinished(): Promise<Unfinished[]> {
     return [...this.rows.values()]
       .filter((r) => ['queued', 'running'].includes(r.status))
-      .map((r) => ({ id: r.id, jobId: r.jobId, attempts: r.attempts, color: r.color }));
+      .map((r) => ({ id: r.id, organizationId: r.organizationId, jobId: r.jobId, attempts: r.attempts, color: r.color }));
   }
   async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
     const row = this.rows.get(id);
@@ -99,7 +111,7 @@ class FakeQueue {
   }
   /** Hands these jobs to the registered handler, as a worker would. */
   deliver(...jobs: Array<Job<object>>): Promise<JobResult[]> {
-    return this.definition!.handler(jobs);
+    return Promise.all(this.definition!.handler(jobs));
   }
 }
 
@@ -149,6 +161,7 @@ class Things extends DurableJobKind<Thing, Thing, Unfinished> {
       name: 'thing',
       queue: 'things',
       batchSize: 4,
+      share: 'executions',
       records,
       metrics: { total: 'things_total', duration: 'thing_duration_seconds', noun: 'Things', labelNames: ['color'] },
       recordOf: (thing) => thing,
@@ -168,6 +181,7 @@ function newThing(overrides: Partial<Thing> = {}): Thing {
   counter++;
   return {
     id: `thing-${counter}`,
+    organizationId: 'org-1',
     status: 'queued',
     jobId: `job-${counter}`,
     createdAt: new Date(Date.now() - 50),
@@ -202,6 +216,8 @@ describe('DurableJobKind (the durable-job core)', () => {
     keys = new InMemoryKeys();
     metrics = new Metrics();
     signals = new Signals(new DatabaseConnection('postgres://unused', true));
+    const shares = new OrganizationShares({ shareOverrides: {} } as unknown as AppConfig);
+    shares.use({ tierOf: () => Promise.resolve('team'), byTier: { default: SHARES, team: { ...SHARES, executions: 25 } } });
     const core = new DurableJobs(
       queue as unknown as JobQueue,
       signals,
@@ -210,6 +226,7 @@ describe('DurableJobKind (the durable-job core)', () => {
       metrics,
       outbox,
       inlineTransactions() as TransactionHost<TransactionalAdapterTypeOrm>,
+      shares,
     );
     things = new Things(core, records);
   });
@@ -232,8 +249,17 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(submitted).toEqual({ record: thing, created: true });
       expect(records.rows.get(thing.id)?.status).toBe('queued');
       expect(queue.sent).toEqual([
-        { name: 'things', data: { thingId: thing.id }, options: { leaseSeconds: 7, retryLimit: 1, id: thing.jobId } },
+        {
+          name: 'things',
+          data: { thingId: thing.id },
+          options: { leaseSeconds: 7, retryLimit: 1, id: thing.jobId, group: { id: 'org-1', tier: 'team' }, priority: 0 },
+        },
       ]);
+    });
+
+    it("caps an organization's jobs in flight at its tier's share on the queue it works", () => {
+      things.work(() => Promise.resolve({ status: 'succeeded', output: null }));
+      expect(queue.definition?.groupLimits?.(16)).toEqual({ default: 8, tiers: { default: 8, team: 4 } });
     });
 
     it('answers the earlier record for a repeated Idempotency-Key, with no second job', async () => {
@@ -326,12 +352,41 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(records.rows.get(fine.id)?.status).toBe('succeeded');
     });
 
-    it('fails every job of a batch that could not be started', async () => {
+    it('fails every job of a batch that could not be started before its lease ran out', async () => {
       const [a, b] = [await enqueued(), await enqueued()];
-      things.work(jest.fn());
+      const run = jest.fn();
+      things.work(run);
       records.failStart = true;
-      const results = await queue.deliver(jobFor(a), jobFor(b));
+      const lease = new AbortController();
+      setTimeout(() => lease.abort(), 300);
+      const results = await queue.deliver(jobFor(a, lease.signal), jobFor(b, lease.signal));
       expect(results.map((r) => r.status)).toEqual(['failed', 'failed']);
+      expect(run).not.toHaveBeenCalled();
+    });
+
+    it("fails only the job of a record that cannot start; the batch's others start on their own and run", async () => {
+      const [a, poisoned, b] = [await enqueued(), await enqueued(), await enqueued()];
+      records.unstartable.add(poisoned.id);
+      things.work(async () => ({ status: 'succeeded', output: null }));
+      const results = await queue.deliver(jobFor(a), jobFor(poisoned), jobFor(b));
+      expect(results).toEqual([
+        { id: a.jobId, status: 'completed' },
+        { id: poisoned.jobId, status: 'failed', output: { message: `the secret of ${poisoned.id} cannot be opened` } },
+        { id: b.jobId, status: 'completed' },
+      ]);
+      expect([a, poisoned, b].map((t) => records.rows.get(t.id)?.status)).toEqual(['succeeded', 'queued', 'succeeded']);
+    });
+
+    it('starts a batch and records its outcomes as soon as the database is back, within the lease', async () => {
+      const [a, b] = [await enqueued(), await enqueued()];
+      things.work(async () => ({ status: 'succeeded', output: null }));
+      records.failStart = true;
+      records.failFinishes = 2;
+      setTimeout(() => (records.failStart = false), 300);
+      const results = await queue.deliver(jobFor(a), jobFor(b));
+      expect(results.map((r) => r.status)).toEqual(['completed', 'completed']);
+      expect([records.rows.get(a.id)?.status, records.rows.get(b.id)?.status]).toEqual(['succeeded', 'succeeded']);
+      expect(records.finishCalls).toBeGreaterThanOrEqual(3);
     });
 
     it('a cancel aborts the running thing through its cancel signal; its outcome is not recorded over the cancel', async () => {
@@ -394,7 +449,12 @@ describe('DurableJobKind (the durable-job core)', () => {
       const listed = await reconciler.source!.unfinished(0, 10);
       expect(listed).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ id: young.id, jobId: young.jobId, recoverable: true, sendOptions: { leaseSeconds: 5, retryLimit: 2 } }),
+          expect.objectContaining({
+            id: young.id,
+            jobId: young.jobId,
+            recoverable: true,
+            sendOptions: { leaseSeconds: 5, retryLimit: 2, group: { id: 'org-1', tier: 'team' } },
+          }),
           expect.objectContaining({ id: worn.id, recoverable: false }),
         ]),
       );

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Job, JobResult } from 'pg-boss';
 import { Coalescer } from '../shared/batching/coalescer';
 import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
+import { OrganizationShares } from '../shared/fairness/organization-shares';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
+import { isDatabaseUnavailable } from '../shared/errors/postgres-errors';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
 import { awaitFinal } from './await-final';
@@ -17,6 +20,7 @@ import { Signals } from './signals';
 /** What the core reads of a record that lives on a queue's jobs (an execution, a run). */
 export interface JobRecord {
   id: string;
+  organizationId: string;
   status: string;
   jobId: string | null;
   createdAt: Date;
@@ -26,6 +30,7 @@ export interface JobRecord {
 /** An unfinished record as the reconciler sees it. */
 export interface UnfinishedJobRecord {
   id: string;
+  organizationId: string;
   jobId: string | null;
   attempts: number;
 }
@@ -57,6 +62,8 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   queue: string;
   /** Jobs one worker loop takes at a time. */
   batchSize: number;
+  /** The share of the workers an organization may hold (its jobs in flight, by tier). */
+  share: 'executions' | 'runs' | 'deliveries';
   records: JobRecords<R, S, U>;
   metrics: JobMetricNames;
   /** The record a started one is about. */
@@ -121,6 +128,7 @@ export class DurableJobs {
     readonly metrics: Metrics,
     readonly outbox: EventOutbox,
     readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    readonly shares: OrganizationShares,
   ) {
     reconciler.addChore(() => idempotency.purgeExpired());
   }
@@ -175,7 +183,12 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       if (found) return { record: found, created: false };
     }
     await records.insert(record);
-    await this.core.queue.send(queue, jobData(record.id), { ...submission.sendOptions, id: record.jobId ?? randomUUID() });
+    await this.core.queue.send(queue, jobData(record.id), {
+      ...submission.sendOptions,
+      id: record.jobId ?? randomUUID(),
+      group: await this.core.shares.group(record.organizationId),
+      priority: this.core.shares.priority(record.organizationId),
+    });
     return { record, created: true };
   }
 
@@ -187,6 +200,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     await this.core.queue.send(this.definition.queue, this.definition.jobData(record.id), {
       ...sendOptions,
       id: record.jobId ?? randomUUID(),
+      group: await this.core.shares.group(record.organizationId),
       ...(startAfterSeconds > 0 ? { startAfterSeconds } : {}),
     });
   }
@@ -244,48 +258,90 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
 
   /** On worker processes: takes this kind's jobs and runs each started record with `run`. */
   work(run: (started: S, signals: RunSignals) => Promise<RunResult>): void {
-    const { queue, batchSize } = this.definition;
-    this.core.queue.register<object>({ name: queue, batchSize, handler: (jobs) => this.handle(jobs, run) });
+    const { queue, batchSize, share } = this.definition;
+    this.core.queue.register<object>({
+      name: queue,
+      batchSize,
+      handler: (jobs) => this.each(jobs, run),
+      groupLimits: (capacity) => this.core.shares.groupLimits(share, capacity),
+    });
   }
 
   /**
-   * One batch: the records are moved to `running` in one statement and run concurrently. A
-   * job whose record could not be started or recorded (the database went away) is failed, so
-   * the queue runs it again; what was committed stays.
+   * One batch: the records are moved to `running` in one statement and run concurrently. While
+   * the database is away, starting the batch and recording an outcome are tried again every
+   * few hundred ms for as long as the job's lease lasts, so work caught by an outage resumes as
+   * soon as the database is back (not once the lease ran out); a job whose record could not be
+   * started or recorded within its lease is failed, so the queue runs it again. What was
+   * committed stays.
    */
-  async handle(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Promise<JobResult[]> {
+  handle(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Promise<JobResult[]> {
+    return Promise.all(this.each(jobs, run));
+  }
+
+  /** The batch's jobs, each settling as it ends (`handle` waits for all of them). */
+  each(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Array<Promise<JobResult>> {
     const { records, recordOf, recordId, labels } = this.definition;
-    let started: S[];
-    try {
-      started = await records.start(jobs.map((job) => recordId(job.data)));
-    } catch (error) {
-      this.logger.warn(`Not started: ${(error as Error).message}`);
-      return jobs.map((job) => retried(job, error));
-    }
-    const byId = new Map(started.map((s) => [recordOf(s).id, s]));
-    return Promise.all(
-      jobs.map(async (job): Promise<JobResult> => {
-        const attempt = byId.get(recordId(job.data));
-        // Canceled, already finished, or gone: nothing to run.
-        if (!attempt) return { id: job.id, status: 'completed' };
-        const { id } = recordOf(attempt);
-        const cancel = new AbortController();
-        this.running.set(id, cancel);
-        try {
-          this.metrics.reached(labels(attempt), 'running');
-          const result = await run(attempt, { cancel: cancel.signal, lease: job.signal });
-          // A lost lease with nothing recorded: fail the job, so the queue hands it out again.
-          if (result === RETRY || (result === null && job.signal.aborted)) return { id: job.id, status: 'failed' };
-          if (result) await this.finish(id, result, labels(attempt));
-          return { id: job.id, status: 'completed' };
-        } catch (error) {
-          this.logger.warn(`${id} interrupted: ${(error as Error).message}`);
-          return retried(job, error);
-        } finally {
-          this.running.delete(id);
-        }
-      }),
+    const starting = this.start(
+      jobs.map((job) => recordId(job.data)),
+      jobs[0].signal,
     );
+    return jobs.map(async (job): Promise<JobResult> => {
+      const attempt = (await starting).get(recordId(job.data));
+      if (attempt instanceof Error) return retried(job, attempt);
+      // Canceled, already finished, or gone: nothing to run.
+      if (!attempt) return { id: job.id, status: 'completed' };
+      const { id } = recordOf(attempt);
+      const cancel = new AbortController();
+      this.running.set(id, cancel);
+      try {
+        this.metrics.reached(labels(attempt), 'running');
+        const result = await run(attempt, { cancel: cancel.signal, lease: job.signal });
+        // A lost lease with nothing recorded: fail the job, so the queue hands it out again.
+        if (result === RETRY || (result === null && job.signal.aborted)) return { id: job.id, status: 'failed' };
+        if (result) await untilLeaseEnds(() => this.finish(id, result, labels(attempt)), job.signal);
+        return { id: job.id, status: 'completed' };
+      } catch (error) {
+        this.logger.warn(`${id} interrupted: ${(error as Error).message}`);
+        // The queue can fail the job (for another attempt) only once the database answers.
+        await untilLeaseEnds(() => records.findById(id), job.signal).catch(() => null);
+        return retried(job, error);
+      } finally {
+        this.running.delete(id);
+      }
+    });
+  }
+
+  /**
+   * Starts the batch's records in one statement, tried again while the database is away. When
+   * it fails otherwise, each is started on its own, so that a record that cannot start (its
+   * endpoint's secret sealed with another key, say) fails only its own job, not the other
+   * organizations' in the batch.
+   */
+  private async start(ids: string[], lease: AbortSignal): Promise<Map<string, S | Error>> {
+    const { records, recordOf } = this.definition;
+    const startSome = async (some: string[]) =>
+      new Map<string, S | Error>(
+        (await untilLeaseEnds(() => records.start(some), lease, isDatabaseUnavailable)).map((s) => [recordOf(s).id, s]),
+      );
+    try {
+      return await startSome(ids);
+    } catch (error) {
+      if (ids.length === 1 || lease.aborted) {
+        this.logger.warn(`Not started: ${(error as Error).message}`);
+        return new Map(ids.map((id) => [id, error as Error]));
+      }
+    }
+    const started = new Map<string, S | Error>();
+    for (const id of ids) {
+      try {
+        for (const [startedId, record] of await startSome([id])) started.set(startedId, record);
+      } catch (error) {
+        this.logger.warn(`Not started: ${id}: ${(error as Error).message}`);
+        started.set(id, error as Error);
+      }
+    }
+    return started;
   }
 
   private async finish(id: string, outcome: Outcome, labels: Labels): Promise<void> {
@@ -295,13 +351,16 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
 
   private async unfinished(olderThanMs: number, limit: number): Promise<Array<UnfinishedRecord & { labels: Labels }>> {
     const { records, recoverable, sendOptions, labels } = this.definition;
-    return (await records.unfinished(olderThanMs, limit)).map((u) => ({
-      id: u.id,
-      jobId: u.jobId,
-      recoverable: recoverable(u),
-      sendOptions: sendOptions(u),
-      labels: labels(u),
-    }));
+    const unfinished = await records.unfinished(olderThanMs, limit);
+    return Promise.all(
+      unfinished.map(async (u) => ({
+        id: u.id,
+        jobId: u.jobId,
+        recoverable: recoverable(u),
+        sendOptions: { ...sendOptions(u), group: await this.core.shares.group(u.organizationId) },
+        labels: labels(u),
+      })),
+    );
   }
 
   private async abandon(orphan: UnfinishedRecord & { labels: Labels }): Promise<boolean> {
@@ -330,6 +389,25 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
 
   private topic(event: 'finished' | 'canceled'): string {
     return `${this.definition.name}.${event}`;
+  }
+}
+
+/** Backoff between tries of a write while the database is away. */
+const RETRY_WRITE_MS = [100, 250, 500, 1000];
+
+/**
+ * `write`, tried again while it fails, until it succeeds or `lease` ends (then its last error).
+ * With `retryIf`, an error it does not accept is thrown at once.
+ */
+async function untilLeaseEnds<T>(write: () => Promise<T>, lease: AbortSignal, retryIf: (error: unknown) => boolean = () => true): Promise<T> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (lease.aborted || !retryIf(error)) throw error;
+      await sleep(RETRY_WRITE_MS[Math.min(failures, RETRY_WRITE_MS.length - 1)], undefined, { signal: lease }).catch(() => undefined);
+      if (lease.aborted) throw error;
+    }
   }
 }
 

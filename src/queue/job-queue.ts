@@ -7,6 +7,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database.module';
 import { Metrics } from '../shared/metrics/metrics';
+import { type GroupLimits, QueueWorker } from './queue-worker';
 
 export const QUEUE_SCHEMA = 'pgboss';
 
@@ -19,10 +20,19 @@ const SUPERVISE_SECONDS = 2;
 /** A queue and, on worker processes, what processes its jobs. */
 export interface QueueDefinition<T extends object> {
   name: string;
-  /** Processes a batch; answers one result per job (`failed` is retried with backoff while attempts last). */
-  handler: (jobs: Array<Job<T>>) => Promise<JobResult[]>;
-  /** Jobs fetched at a time by one loop. */
+  /**
+   * Processes a batch: one promise per job, settling as that job ends (`failed` is retried with
+   * backoff while attempts last).
+   */
+  handler: (jobs: Array<Job<T>>) => Array<Promise<JobResult>>;
+  /** Jobs fetched with one statement at most; a worker process works on WORKER_CONCURRENCY times as many at once. */
   batchSize: number;
+  /**
+   * Jobs of one group (an organization) a worker process holds at once, by the group's tier,
+   * given the jobs it takes at once (WORKER_CONCURRENCY batches): a worker skips the jobs of a
+   * group at its limit, so the other groups' jobs go first.
+   */
+  groupLimits?: (capacity: number) => GroupLimits;
 }
 
 export interface SendOptions {
@@ -39,6 +49,10 @@ export interface SendOptions {
   heartbeatSeconds?: number;
   /** Held back this long before a worker may take it (a retry scheduled for later). */
   startAfterSeconds?: number;
+  /** The organization the job works for, and its tier (see QueueDefinition.groupLimits). */
+  group?: { id: string; tier: string };
+  /** Workers take jobs of higher priority first (default 0). */
+  priority?: number;
 }
 
 /**
@@ -47,16 +61,16 @@ export interface SendOptions {
  * booted, takes jobs only where this process is a worker, and stops before the pool closes.
  *
  * Jobs are sent inside the caller's transaction (the row that a job carries and the job
- * commit together). Workers in this process are woken at once after a send; on a Postgres
- * server, LISTEN/NOTIFY wakes the other processes' workers, and polling is the floor.
+ * commit together). The worker of a queue in this process is woken at once after a send; the
+ * other processes' workers find it at their next poll (every 250 ms while idle), and a busy
+ * worker fetches again as soon as any of its jobs ends (QueueWorker).
  */
 @Injectable()
 export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('JobQueue');
   private readonly boss: PgBoss;
   private readonly definitions = new Map<string, QueueDefinition<object>>();
-  private readonly workerIds = new Map<string, string[]>();
-  private nextWake = 0;
+  private readonly workers = new Map<string, QueueWorker<object>>();
   private started = false;
 
   constructor(
@@ -81,7 +95,8 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       schedule: false,
       superviseIntervalSeconds: SUPERVISE_SECONDS,
       monitorIntervalSeconds: SUPERVISE_SECONDS,
-      useListenNotify: worker && !connection.singleSession,
+      // Our QueueWorkers poll; pg-boss's own workers (and their LISTEN connection) are not used.
+      useListenNotify: false,
       instanceName: `platform-${config.role}`,
       openTelemetry: { enabled: false },
     });
@@ -137,34 +152,29 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     await this.boss.start();
     this.started = true;
     for (const definition of this.definitions.values()) {
-      await this.boss.createQueue(definition.name, { notify: !this.connection.singleSession });
+      await this.boss.createQueue(definition.name, { notify: false });
       if (!this.config.runsWorker) continue;
-      const ids: string[] = [];
-      for (let i = 0; i < this.config.workerConcurrency; i++) {
-        ids.push(
-          await this.boss.work<object>(
-            definition.name,
-            {
-              batchSize: definition.batchSize,
-              perJobResults: true,
-              // Retries and expired leases are not announced: a short poll picks them up.
-              pollingIntervalSeconds: 1,
-              notifyPollingIntervalSeconds: 1,
-              burstWhenBatchFull: definition.batchSize > 1,
-            },
-            (jobs) => definition.handler(jobs),
-          ),
-        );
-      }
-      this.workerIds.set(definition.name, ids);
+      const capacity = this.config.workerConcurrency * definition.batchSize;
+      const worker = new QueueWorker(this.boss, {
+        schema: QUEUE_SCHEMA,
+        name: definition.name,
+        capacity,
+        batchSize: definition.batchSize,
+        handler: definition.handler,
+        ...(definition.groupLimits ? { groupLimits: definition.groupLimits(capacity) } : {}),
+      });
+      this.workers.set(definition.name, worker);
+      worker.start();
     }
   }
 
-  /** Waits for running handlers (up to the grace period); what does not finish is retried elsewhere. */
+  /** Waits for running handlers (up to the grace period); what does not finish is failed, to run again elsewhere. */
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    await this.boss.stop({ graceful: true, timeout: Math.max(1000, this.config.http.shutdownGraceMs - 1000) });
+    const timeoutMs = Math.max(1000, this.config.http.shutdownGraceMs - 1000);
+    await Promise.all([...this.workers.values()].map((worker) => worker.stop(timeoutMs)));
+    await this.boss.stop({ graceful: true, timeout: timeoutMs });
   }
 
   /** Queues a job in the current transaction (or alone, outside one); answers its id. */
@@ -194,11 +204,9 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     return rows.length;
   }
 
-  /** Wakes one of this process's idle workers on the queue instead of waiting for its poll. */
+  /** Wakes this process's worker on the queue instead of waiting for its poll. */
   wake(name: string): void {
-    const ids = this.workerIds.get(name);
-    if (!ids?.length) return;
-    this.boss.notifyWorker(ids[this.nextWake++ % ids.length]);
+    this.workers.get(name)?.wake();
   }
 
   /** Of these job ids, the ones still queued, waiting to retry or held by a worker. */
@@ -243,6 +251,8 @@ function jobOptions(options: SendOptions) {
     retryLimit: options.retryLimit,
     ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
     ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
+    ...(options.group ? { group: options.group } : {}),
+    ...(options.priority ? { priority: options.priority } : {}),
     retryDelay: 1,
     retryBackoff: true,
     retryDelayMax: 60,

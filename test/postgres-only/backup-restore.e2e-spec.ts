@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -35,8 +35,13 @@ interface Exit {
 }
 
 /** `npm run <script> -- <args>` from the repository root, with `DATABASE_URL` as given (unset when undefined). */
-function npmRun(script: 'backup' | 'restore', args: string[], databaseUrl: string | undefined): Promise<Exit> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
+function npmRun(
+  script: 'backup' | 'restore',
+  args: string[],
+  databaseUrl: string | undefined,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<Exit> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', ...extraEnv };
   delete env.DATABASE_URL;
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: join(__dirname, '../..'), env });
@@ -115,7 +120,8 @@ describe('backup and restore (npm run backup / npm run restore)', () => {
   });
 
   it('restores a live instance: finished executions, readable secrets, and work in flight finishes', async () => {
-    const worker = await startService({ APP_ROLE: 'worker', WORKER_CONCURRENCY: '1', ...ENV });
+    // The organization may have one execution in flight: the first holds it, the rest queue.
+    const worker = await startService({ APP_ROLE: 'worker', WORKER_CONCURRENCY: '1', ORG_MAX_EXECUTIONS: '1', ...ENV });
     services.push(worker);
     const httpAgent = await registerAgent(t, org, {
       kind: 'http.agent',
@@ -145,7 +151,7 @@ describe('backup and restore (npm run backup / npm run restore)', () => {
       'TWO',
     ]);
 
-    // In flight: the worker's one loop holds the call of the first; the rest wait in the queue.
+    // In flight: the worker holds the call of the first (the organization's one slot); the rest wait in the queue.
     holding = true;
     const execute = async (i: number) => {
       const res = await t.http().post(`/api/agents/${httpAgent}/execute?wait=0`).set(bearer(org.member)).send({ input: { i } });
@@ -269,5 +275,78 @@ describe('backup and restore (npm run backup / npm run restore)', () => {
     const clean = await npmRun('restore', ['--clean', file], target);
     expect(clean).toMatchObject({ code: 0, stderr: '' });
     expect(await onDatabase(target, orgName)).toBe(org.slug);
+  });
+
+  /**
+   * What `ps` shows of a process is its argv: pg_dump, pg_restore and psql are wrapped by
+   * scripts first on the PATH that record their argv and PGPASSWORD, then run the real tool.
+   * The URL carries its own password or, without one, PGPASSWORD's or a made-up one (a server
+   * that trusts the connection ignores it), percent-encoded: it holds @ : / % & and a space.
+   */
+  it('passes the password in PGPASSWORD, never on a command line: argv holds the URL without it', async () => {
+    const password = (url: string) => decodeURIComponent(new URL(url).password) || process.env.PGPASSWORD || 'p@ss:w/rd 100% & é';
+    const withPassword = (url: string) => {
+      const parsed = new URL(url);
+      parsed.password = encodeURIComponent(password(url));
+      return parsed.toString();
+    };
+    const withoutPassword = (url: string) => {
+      const parsed = new URL(url);
+      parsed.password = '';
+      return parsed.toString();
+    };
+    const bin = join(dir, 'bin');
+    const log = join(dir, 'tools.log');
+    mkdirSync(bin);
+    for (const tool of ['pg_dump', 'pg_restore', 'psql']) {
+      const real = execFileSync('bash', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
+      // One line per call: the tool, then each argument and PGPASSWORD as the hex of its bytes.
+      writeFileSync(
+        join(bin, tool),
+        [
+          '#!/usr/bin/env bash',
+          `line=${tool}`,
+          'for a in "$@" "PGPASSWORD=${PGPASSWORD-}"; do line+=" $(printf %s "$a" | od -An -tx1 | tr -d \' \\n\')"; done',
+          // One write, so that pg_restore and psql of one pipe cannot interleave their lines.
+          `printf '%s\\n' "$line" >>'${log}'`,
+          `exec '${real}' "$@"`,
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+    }
+    const wrapped = { PATH: `${bin}:${process.env.PATH}`, PGPASSWORD: undefined };
+
+    const source = withPassword(process.env.DATABASE_URL!);
+    const file = join(dir, 'password.dump');
+    expect(await npmRun('backup', [file], source, wrapped)).toMatchObject({ code: 0, stderr: '' });
+    const target = withPassword(await freshDatabase('password'));
+    expect(await npmRun('restore', [file], target, wrapped)).toMatchObject({ code: 0, stderr: '' });
+    expect(await npmRun('restore', ['--clean', file], target, wrapped)).toMatchObject({ code: 0, stderr: '' });
+
+    const calls = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [tool, ...words] = line.split(' ');
+        const args = words.map((word) => Buffer.from(word, 'hex').toString('utf8'));
+        return { tool, argv: args.slice(0, -1), environment: args[args.length - 1] };
+      });
+    expect(new Set(calls.map((c) => c.tool))).toEqual(new Set(['pg_dump', 'pg_restore', 'psql']));
+    const secret = password(process.env.DATABASE_URL!);
+    for (const { tool, argv, environment } of calls) {
+      const line = argv.join(' ');
+      expect({ tool, line, leaks: [secret, encodeURIComponent(secret)].some((form) => line.includes(form)) }).toEqual({
+        tool,
+        line,
+        leaks: false,
+      });
+      const dbname = argv.find((arg) => arg.startsWith('--dbname='));
+      if (dbname) {
+        expect([withoutPassword(source), withoutPassword(target)]).toContain(dbname.slice('--dbname='.length));
+        expect({ tool, environment }).toEqual({ tool, environment: `PGPASSWORD=${secret}` });
+      }
+    }
+    expect(calls.filter((c) => c.argv.some((arg) => arg.startsWith('--dbname=')))).not.toHaveLength(0);
   });
 });

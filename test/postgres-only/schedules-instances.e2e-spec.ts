@@ -4,6 +4,7 @@ import { install, registerAgent } from '../support/agents';
 import { eventually } from '../support/eventually';
 import { FakeRemoteAgent, HOLD, startFakeRemoteAgent } from '../support/fake-remote-agent';
 import { ServiceProcess, startService } from '../support/service-process';
+import { quiesce } from '../support/quiesce';
 import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
 import { Receiver } from '../support/webhook-receiver';
 
@@ -83,6 +84,7 @@ describe('schedules on several service processes', () => {
   });
   afterAll(async () => {
     await Promise.all(processes.splice(0).map((p) => p.kill()));
+    await quiesce(t.app.get(DataSource), [org.id]);
     remote.dropHeld();
     await t.close();
     await remote.close();
@@ -144,6 +146,34 @@ describe('schedules on several service processes', () => {
          FROM workflow_runs WHERE triggered_by->>'type' = 'schedule'
         GROUP BY 1, 2 HAVING count(*) > 1`,
     );
+
+  /**
+   * Waits, if need be, until the current minute has at least 15 s left: a case creates its
+   * every-minute schedules after this and makes them due with `dueNow` in the same minute, so
+   * no schedule has fired on its own before it is made due (it would fire that minute twice).
+   */
+  const clearOfMinuteEnd = async () => {
+    if (Date.now() % MINUTE > 45_000) await sleepUntil(Math.ceil(Date.now() / MINUTE) * MINUTE + 500);
+  };
+
+  /**
+   * Makes the schedules due now, at this minute's occurrence (a cron time less than a minute
+   * ago: on time), as if they had been created before it: the first occurrence fires within a
+   * tick instead of at the next minute. Only schedules that have never fired are moved (one
+   * that fired would fire its occurrence again). Answers the occurrence and when it was made due.
+   */
+  const dueNow = async (scheduleIds: string[]): Promise<{ occurrence: number; madeDueAt: number }> => {
+    const madeDueAt = Date.now();
+    const rows = await t.app.get(DataSource).query<Array<{ due: Date }>>(
+      `WITH moved AS (UPDATE workflow_schedules SET next_fire_at = date_trunc('minute', now())
+                       WHERE id = ANY($1) AND last_fired_at IS NULL RETURNING next_fire_at)
+         SELECT next_fire_at AS due FROM moved`,
+      [scheduleIds],
+    );
+    const occurrences = new Set(rows.map((r) => new Date(r.due).getTime()));
+    if (rows.length !== scheduleIds.length || occurrences.size !== 1) throw new Error(`dueNow: ${JSON.stringify(rows)}`);
+    return { occurrence: [...occurrences][0], madeDueAt };
+  };
 
   it("catches up after a time with no worker: 'none' runs nothing and records them missed, 'latest' runs one, 'all' runs each, at most 10", async () => {
     expect(processes).toHaveLength(0);
@@ -296,12 +326,13 @@ describe('schedules on several service processes', () => {
 
   it("skips an occurrence while the schedule's previous run still runs (overlap 'skip'); 'allow' starts another", async () => {
     const worker = await start('worker');
+    await clearOfMinuteEnd();
     const slow = await workflow('outlasts a minute', [{ id: 'wait', agent: hangAgent }]);
     const slowToo = await workflow('outlasts a minute too', [{ id: 'wait', agent: hangAgent }]);
     const skip = await schedule(slow, { cron: '* * * * *', timezone: 'UTC', overlap: 'skip', input: { o: 'skip' } });
     const allow = await schedule(slowToo, { cron: '* * * * *', timezone: 'UTC', overlap: 'allow', input: { o: 'allow' } });
-    const first = Date.parse(skip.nextFireAt!);
     expect(allow.nextFireAt).toBe(skip.nextFireAt);
+    const { occurrence: first } = await dueNow([skip.id, allow.id]);
     const second = first + MINUTE;
 
     // The first occurrence starts a run, whose step is held by the remote end.
@@ -310,7 +341,7 @@ describe('schedules on several service processes', () => {
         const runs = await runsOf(slow);
         return runs.length > 0 && remote.calls.has(`${runs[0].id}:wait`) && runs;
       },
-      { timeoutMs: first + 15_000 - Date.now(), intervalMs: 250, message: 'the first run and its held call' },
+      { timeoutMs: 15_000, intervalMs: 250, message: 'the first run and its held call' },
     );
     expect(firstRun.triggeredBy).toEqual({ type: 'schedule', id: skip.id, scheduledFor: iso(first) });
 
@@ -352,19 +383,19 @@ describe('schedules on several service processes', () => {
     await stop(worker);
   });
 
-  it('starts exactly one run per occurrence on two instances for three minutes, while one is restarted', async () => {
+  it('starts exactly one run per occurrence on two instances for three occurrences, while one is restarted', async () => {
     const [one, two] = await Promise.all([start('all'), start('all')]);
+    await clearOfMinuteEnd();
     const workflowId = await quickWorkflow('every minute');
     // Several schedules due at the same instants: more chances for two instances to collide.
     const schedules: Schedule[] = [];
     for (let i = 0; i < 5; i++)
       schedules.push(await schedule(workflowId, { cron: '* * * * *', timezone: 'UTC', overlap: 'allow', input: { i } }));
-    const first = Date.parse(schedules[0].nextFireAt!);
-    for (const s of schedules) expect(s.nextFireAt).toBe(iso(first));
+    for (const s of schedules) expect(s.nextFireAt).toBe(schedules[0].nextFireAt);
+    // The first occurrence now (on both instances), then two natural minutes.
+    const { occurrence: first, madeDueAt } = await dueNow(schedules.map((s) => s.id));
     const occurrences = [first, first + MINUTE, first + 2 * MINUTE];
-
-    // The first minute on both instances.
-    await sleepUntil(occurrences[0] + 5_000);
+    await sleepUntil(madeDueAt + 5_000);
     for (const s of schedules) expect(scheduledFor(await runsOf(workflowId, s.id))).toEqual([iso(occurrences[0])]);
 
     // Restart one instance across the second minute: SIGTERM a second before it, then start it again.
@@ -380,8 +411,9 @@ describe('schedules on several service processes', () => {
       expect({ schedule: s.id, scheduledFor: scheduledFor(runs) }).toEqual({ schedule: s.id, scheduledFor: occurrences.map(iso) });
       for (const run of runs) {
         expect(run.input).toEqual(s.input);
-        // Started within 5 s of its occurrence.
-        const late = Date.parse(run.createdAt) - Date.parse(run.triggeredBy.scheduledFor!);
+        // Started within 5 s of its occurrence (of being made due, for the first).
+        const scheduled = Date.parse(run.triggeredBy.scheduledFor!);
+        const late = Date.parse(run.createdAt) - (scheduled === first ? madeDueAt : scheduled);
         expect({ run: run.id, lateMs: late, inTime: late >= 0 && late <= 5_000 }).toEqual({ run: run.id, lateMs: late, inTime: true });
       }
       const got = await shown(workflowId, s.id);

@@ -52,6 +52,8 @@ const WRITTEN_FOR = [
   '1795697757590-ApiKeys',
   '1795700370613-WorkflowSchedules',
   '1795708178671-WorkflowTriggers',
+  '1795753813667-Trial',
+  '1795760000000-CrossListIndexes',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];

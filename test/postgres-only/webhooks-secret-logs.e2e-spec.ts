@@ -59,6 +59,15 @@ class FailOnceReceiver {
   }
 }
 
+/** The service's last warning and error lines (pino levels 40 and up), for a failure's message. */
+function warnings(service: ServiceProcess): string {
+  const lines = service
+    .output()
+    .split('\n')
+    .filter((line) => /"level":(4|5|6)0/.test(line));
+  return lines.slice(-20).join('\n') || 'none';
+}
+
 /** A secret in every form a log line could carry it: as shown, its base64 key and the key bytes in hex. */
 function formsOf(secret: string): string[] {
   expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
@@ -152,7 +161,11 @@ describe('webhook signing secrets in the log', () => {
         const data = res.body.data as Array<{ type: string; status: string }>;
         return data.length === 2 && data.every((m) => m.status === 'succeeded') && res;
       },
-      { timeoutMs: 30_000, intervalMs: 250, message: () => `both messages to be delivered (last seen: ${JSON.stringify(seen)})` },
+      {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+        message: () => `both messages to be delivered (last seen: ${JSON.stringify(seen)}; the service's warnings: ${warnings(service!)})`,
+      },
     );
     keep('deliveries', delivered);
     expect(

@@ -10,6 +10,7 @@ export function loopbackClient(): HttpClient {
 
 export function makeExecuteRequest(overrides: Partial<ExecuteRequest> = {}): ExecuteRequest {
   return {
+    organizationId: 'org-under-test',
     pluginConfig: {},
     config: {},
     input: null,

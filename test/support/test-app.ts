@@ -11,7 +11,11 @@ import { AuthService } from '../../src/modules/auth/application/auth.service';
 import { OrganizationsService } from '../../src/modules/organizations/application/organizations.service';
 import { Tier } from '../../src/modules/licensing/domain/tiers';
 import { UsersService } from '../../src/modules/users/application/users.service';
+import { PasswordHasher } from '../../src/modules/users/domain/password-hasher';
+import { Argon2PasswordHasher } from '../../src/modules/users/infrastructure/argon2-password-hasher';
 import { Role } from '../../src/shared/auth/principal';
+
+const TEST_HASHER = new Argon2PasswordHasher({ memoryCost: 1024, timeCost: 1, parallelism: 1 });
 
 export const PASSWORD = 'correct horse battery staple';
 
@@ -56,7 +60,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const config = loadConfig({ ...process.env, ...options.env });
   let builder = Test.createTestingModule({ imports: [AppModule], controllers: options.controllers ?? [] })
     .overrideProvider(AppConfig)
-    .useValue(config);
+    .useValue(config)
+    // Test users' passwords are argon2id at a small cost: at the service's, each cost a second
+    // on a loaded machine (argon2-password-hasher.spec.ts checks the service's cost).
+    .overrideProvider(PasswordHasher)
+    .useValue(TEST_HASHER);
   for (const { provide, useValue } of options.overrides ?? []) builder = builder.overrideProvider(provide).useValue(useValue);
   const moduleRef = await builder.compile();
   const app = configureApp(moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false }));

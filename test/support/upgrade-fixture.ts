@@ -38,7 +38,7 @@ export async function upgradeFixture(input: FixtureInput) {
   const acme = id();
   const globex = id();
   const [admin, member, viewer, globexAdmin] = [id(), id(), id(), id()];
-  const passwordHash = await argon2.hash(input.password, { type: argon2.argon2id });
+  const passwordHash = await argon2.hash(input.password, { type: argon2.argon2id, memoryCost: 1024, timeCost: 1, parallelism: 1 });
   const refreshToken = 'rt_upgrade-fixture-refresh-token-that-is-still-valid';
   const [httpInstallation, transformInstallation] = [id(), id()];
   const httpSecret = 'Bearer upgrade-fixture-remote-secret';
@@ -317,6 +317,8 @@ export async function upgradeFixture(input: FixtureInput) {
       ],
     ],
     ['installation_license', [{ id: 1, key: input.licenseKey, installed_by: admin, installed_at: at(9500) }]],
+    // When the installation first started in trial mode (TRIAL=true); without TRIAL it changes nothing.
+    ['installation_trial', [{ id: 1, started_at: at(9600) }]],
     ['saml_settings', [{ organization_id: acme, settings: samlSettings, updated_at: at(600) }]],
     ['saml_requests', [{ id: `_${'a'.repeat(40)}`, organization_id: acme, expires_at: at(50), used_at: null }]],
     ['saml_login_codes', [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, expires_at: at(60) }]],

@@ -64,7 +64,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's tier, rate limit, features, seats and license */
+        /**
+         * The organization's tier, rate limit, features, seats and license
+         * @description The installation's seat figures (`seats.used`, `seats.allowed`) are shown to admins and instance operators only.
+         */
         get: operations["SubscriptionController_get"];
         put?: never;
         post?: never;
@@ -84,6 +87,10 @@ export interface paths {
         };
         get: operations["UsersController_list"];
         put?: never;
+        /**
+         * Add a user with a password to the organization
+         * @description Needs a signed-in user: the body sets a password, which an API key may never do (403 FORBIDDEN).
+         */
         post: operations["UsersController_create"];
         delete?: never;
         options?: never;
@@ -104,6 +111,10 @@ export interface paths {
         delete: operations["UsersController_delete"];
         options?: never;
         head?: never;
+        /**
+         * Change a user's role, disable or enable the user, or set a new password
+         * @description Setting `password` and changing `role` to another role need a signed-in user: with an API key they are 403 FORBIDDEN. A key with `users:write` may disable or enable a user.
+         */
         patch: operations["UsersController_update"];
         trace?: never;
     };
@@ -219,10 +230,16 @@ export interface paths {
         };
         /** The organization's SAML settings (enterprise tier) */
         get: operations["SamlController_get"];
-        /** Set up SAML sign-in for the organization (enterprise tier); checked before it is saved */
+        /**
+         * Set up SAML sign-in for the organization (enterprise tier); checked before it is saved
+         * @description Needs a signed-in admin: who signs in, and with which role, is never up to an API key (403 FORBIDDEN).
+         */
         put: operations["SamlController_put"];
         post?: never;
-        /** Remove SAML sign-in; users keep their accounts */
+        /**
+         * Remove SAML sign-in; users keep their accounts
+         * @description Needs a signed-in admin: an API key is refused (403 FORBIDDEN).
+         */
         delete: operations["SamlController_remove"];
         options?: never;
         head?: never;
@@ -680,6 +697,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's executions of every agent, newest first */
+        get: operations["ExecutionsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows": {
         parameters: {
             query?: never;
@@ -796,6 +830,23 @@ export interface paths {
         put?: never;
         /** Cancel a queued or running run; running steps are aborted */
         post: operations["WorkflowsController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's runs of every workflow, newest first (steps left out; get one run for them) */
+        get: operations["RunsController_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1280,11 +1331,18 @@ export interface components {
             limit: number;
             windowSeconds: number;
         };
-        SeatsResponse: {
-            /** @description Users across the installation */
+        OrganizationSeatsResponse: {
+            /** @description The organization's users */
             used: number;
-            /** @description null: no license, no seat limit */
-            allowed: number | null;
+            /** @description The organization's seat quota, set by operators; null: none (the license's seats alone) */
+            quota: number | null;
+        };
+        SeatsResponse: {
+            /** @description Users across the installation; shown to admins and instance operators only */
+            used?: number;
+            /** @description The license's seats (null: no license, no seat limit); shown to admins and instance operators only */
+            allowed?: number | null;
+            organization: components["schemas"]["OrganizationSeatsResponse"];
         };
         LicenseSummaryResponse: {
             /** @enum {string} */
@@ -1351,17 +1409,36 @@ export interface components {
         CreateUserRequest: {
             /** @example ada@example.com */
             email: string;
-            /** @description At least 12 characters */
+            /** @description At least 12 characters. Only a signed-in user may set one: an API key is refused */
             password: string;
             /** @enum {string} */
             role: "admin" | "member" | "viewer";
         };
         UpdateUserRequest: {
-            /** @enum {string} */
+            /**
+             * @description Only a signed-in user may change the role: an API key is refused unless it is the current one
+             * @enum {string}
+             */
             role?: "admin" | "member" | "viewer";
             /** @description A disabled user cannot sign in and the user's tokens stop working at once */
             disabled?: boolean;
+            /** @description Only a signed-in user may set a password: an API key is refused */
             password?: string;
+        };
+        TrialResponse: {
+            /** @description Whether the trial is in force now; false once its 30 days are over */
+            active: boolean;
+            /**
+             * @description The tier every organization has while the trial lasts
+             * @enum {string}
+             */
+            tier: "starter" | "team" | "enterprise";
+            /** @description The installation's first start with TRIAL=true */
+            startedAt: string;
+            /** @description When the trial ends (ended): then organizations have what the license allows */
+            endsAt: string;
+            /** @description Whole days left, a started day counting as one; 0 once it ended */
+            daysLeft: number;
         };
         LicenseResponse: {
             /** @enum {string} */
@@ -1384,6 +1461,8 @@ export interface components {
              * @enum {string}
              */
             verifiedBy?: "vendor" | "environment";
+            /** @description With TRIAL=true only: the trial, in force or ended (a warning says which) */
+            trial?: components["schemas"]["TrialResponse"];
             warnings: string[];
         };
         InstallLicenseRequest: {
@@ -1767,33 +1846,29 @@ export interface components {
             code: string;
             message: string;
         };
-        TriggerResponse: {
-            /** Format: uuid */
+        TriggeredByResponse: {
+            /** @enum {string} */
+            type: "user" | "api_key" | "schedule" | "webhook" | "workflow_run";
+            /**
+             * Format: uuid
+             * @description The user, the API key, the schedule, the webhook trigger or the workflow run
+             */
             id: string;
-            /** Format: uuid */
-            workflowId: string;
-            name: string | null;
-            /** @description Where the sender posts: POST, no bearer token, authenticated by the scheme */
-            url: string;
-            /** @enum {string} */
-            scheme: "standard-webhooks" | "hmac-sha256" | "bearer";
-            signatureHeader: string | null;
-            /** @enum {string|null} */
-            signatureEncoding: "hex" | "base64" | null;
-            signaturePrefix: string | null;
-            mapping: string | null;
-            /** @enum {string} */
-            dedupe: "webhook-id" | "idempotency-key" | "header" | "none";
-            dedupeHeader: string | null;
-            /** @enum {string} */
-            responseMode: "async" | "sync";
-            waitSeconds: number;
-            workflowVersion: number | null;
-            enabled: boolean;
-            createdAt: string;
-            updatedAt: string;
-            /** @description The secret (bearer: the token); in the answers to create and rotate-secret only */
-            secret?: string;
+            /**
+             * Format: uuid
+             * @description The service account that holds the key (type api_key)
+             */
+            serviceAccountId?: string;
+            /**
+             * Format: date-time
+             * @description The occurrence of the schedule that started it (type schedule)
+             */
+            scheduledFor?: string;
+            /**
+             * Format: uuid
+             * @description The event of the webhook trigger that started it (type webhook)
+             */
+            eventId?: string;
         };
         ExecutionResponse: {
             /** Format: uuid */
@@ -1817,7 +1892,7 @@ export interface components {
             startedAt: string | null;
             finishedAt: string | null;
             durationMs: number | null;
-            triggeredBy: components["schemas"]["TriggerResponse"];
+            triggeredBy: components["schemas"]["TriggeredByResponse"];
         };
         ExecutionPageResponse: {
             data: components["schemas"]["ExecutionResponse"][];
@@ -1939,6 +2014,31 @@ export interface components {
             startedAt: string | null;
             finishedAt: string | null;
         };
+        RunWithStepsResponse: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workflowId: string;
+            workflowVersion: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+            /** @description Any JSON */
+            input: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            /** @description Any JSON */
+            output: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            error: components["schemas"]["FailureResponse"] | null;
+            createdAt: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            durationMs: number | null;
+            triggeredBy: components["schemas"]["TriggeredByResponse"];
+            /** @description In definition order */
+            steps: components["schemas"]["StepRunResponse"][];
+        };
         RunResponse: {
             /** Format: uuid */
             id: string;
@@ -1962,7 +2062,7 @@ export interface components {
             startedAt: string | null;
             finishedAt: string | null;
             durationMs: number | null;
-            triggeredBy: components["schemas"]["TriggerResponse"];
+            triggeredBy: components["schemas"]["TriggeredByResponse"];
         };
         RunPageResponse: {
             data: components["schemas"]["RunResponse"][];
@@ -2089,10 +2189,10 @@ export interface components {
              */
             mapping?: string | null;
             /**
-             * @description What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks), Idempotency-Key (default otherwise), a header of your choice, or none
+             * @description What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks); the signature header, an HMAC of the exact body (hmac-sha256 only, its default: a captured delivery sent again is the same run, whatever Idempotency-Key it carries, and so is the same body sent twice on purpose); Idempotency-Key (default for bearer); a header of your choice; or none
              * @enum {string}
              */
-            dedupe?: "webhook-id" | "idempotency-key" | "header" | "none";
+            dedupe?: "webhook-id" | "idempotency-key" | "signature" | "header" | "none";
             /**
              * @description The header when dedupe is "header"
              * @example X-GitHub-Delivery
@@ -2114,7 +2214,35 @@ export interface components {
              * @enum {string}
              */
             scheme: "standard-webhooks" | "hmac-sha256" | "bearer";
-            /** @description The sender’s own secret (standard-webhooks: whsec_…; hmac-sha256: 16 to 256 characters); unset, one is generated. Not for bearer. */
+            /** @description The sender’s own secret (standard-webhooks: whsec_… of at least 24 bytes with at least 16 different byte values; hmac-sha256: 16 to 256 printable characters, not one repeated, at least 8 different ones (a quarter of the length when shorter than 32)); unset, one is generated. Not for bearer. */
+            secret?: string;
+        };
+        TriggerResponse: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workflowId: string;
+            name: string | null;
+            /** @description Where the sender posts: POST, no bearer token, authenticated by the scheme */
+            url: string;
+            /** @enum {string} */
+            scheme: "standard-webhooks" | "hmac-sha256" | "bearer";
+            signatureHeader: string | null;
+            /** @enum {string|null} */
+            signatureEncoding: "hex" | "base64" | null;
+            signaturePrefix: string | null;
+            mapping: string | null;
+            /** @enum {string} */
+            dedupe: "webhook-id" | "idempotency-key" | "signature" | "header" | "none";
+            dedupeHeader: string | null;
+            /** @enum {string} */
+            responseMode: "async" | "sync";
+            waitSeconds: number;
+            workflowVersion: number | null;
+            enabled: boolean;
+            createdAt: string;
+            updatedAt: string;
+            /** @description The secret (bearer: the token); in the answers to create and rotate-secret only */
             secret?: string;
         };
         TriggerPageResponse: {
@@ -2145,10 +2273,10 @@ export interface components {
              */
             mapping?: string | null;
             /**
-             * @description What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks), Idempotency-Key (default otherwise), a header of your choice, or none
+             * @description What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks); the signature header, an HMAC of the exact body (hmac-sha256 only, its default: a captured delivery sent again is the same run, whatever Idempotency-Key it carries, and so is the same body sent twice on purpose); Idempotency-Key (default for bearer); a header of your choice; or none
              * @enum {string}
              */
-            dedupe?: "webhook-id" | "idempotency-key" | "header" | "none";
+            dedupe?: "webhook-id" | "idempotency-key" | "signature" | "header" | "none";
             /**
              * @description The header when dedupe is "header"
              * @example X-GitHub-Delivery
@@ -7294,6 +7422,79 @@ export interface operations {
             };
         };
     };
+    ExecutionsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                /** @description Only executions created at or after this time */
+                since?: string;
+                /** @description Only this agent's executions (one of another organization finds none) */
+                agentId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     WorkflowsController_list: {
         parameters: {
             query?: {
@@ -7850,7 +8051,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
                 };
             };
             202: {
@@ -7858,7 +8059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */
@@ -8034,7 +8235,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */
@@ -8110,7 +8311,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */
@@ -8151,6 +8352,79 @@ export interface operations {
             };
             /** @description Error envelope; code NOT_CANCELABLE */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    RunsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                /** @description Only runs created at or after this time */
+                since?: string;
+                /** @description Only this workflow's runs (one of another organization finds none) */
+                workflowId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8813,7 +9087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */

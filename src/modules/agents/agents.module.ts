@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { PluginsModule } from '../plugins/plugins.module';
 import { AgentsController } from './api/agents.controller';
+import { ExecutionsController } from './api/executions.controller';
 import { AgentExecutor } from './application/agent-executor';
 import { AgentSteps } from './application/agent-steps';
 import { AgentsService, AgentUsage } from './application/agents.service';
@@ -13,7 +14,7 @@ import { TypeOrmExecutionRepository } from './infrastructure/typeorm-execution.r
 
 @Module({
   imports: [PluginsModule],
-  controllers: [AgentsController],
+  controllers: [AgentsController, ExecutionsController],
   providers: [
     AgentsService,
     AgentUsage,

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
 import { ANY_JSON } from '../../shared/http/json-value.schema';
-import { TriggerResponse } from '../../shared/auth/trigger.response';
+import { TriggeredByResponse } from '../../shared/auth/triggered-by.response';
 import { durationMs, Execution, EXECUTION_STATUSES, ExecutionStatus } from './domain/execution';
 
 /** An execution as the API shows it (GET, and the data of agent.execution.* events). */
@@ -17,7 +17,7 @@ export class ExecutionResponse {
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
   @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
-  @ApiProperty({ type: TriggerResponse }) triggeredBy!: TriggerResponse;
+  @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
 
   static of(e: Execution): ExecutionResponse {
     return {

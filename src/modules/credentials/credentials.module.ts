@@ -6,6 +6,7 @@ import { ApiKeysController } from './api/api-keys.controller';
 import { PersonalKeysController } from './api/personal-keys.controller';
 import { ServiceAccountsController } from './api/service-accounts.controller';
 import { ApiKeyAuthenticator } from './application/api-key-authenticator';
+import { ApiKeyFailureLimiter } from './application/api-key-failure-limiter';
 import { ApiKeysService } from './application/api-keys.service';
 import { ServiceAccountsService } from './application/service-accounts.service';
 import { ApiKeyRepository, KeyEventRepository, KeyPolicyRepository, ServiceAccountRepository } from './domain/api-key.repository';
@@ -24,6 +25,7 @@ import {
     ApiKeysService,
     ServiceAccountsService,
     ApiKeyAuthenticator,
+    ApiKeyFailureLimiter,
     ApiKeyStrategy,
     { provide: ApiKeyRepository, useClass: TypeOrmApiKeyRepository },
     { provide: ServiceAccountRepository, useClass: TypeOrmServiceAccountRepository },

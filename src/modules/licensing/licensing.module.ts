@@ -4,7 +4,9 @@ import { LicenseMetrics } from './application/license-metrics';
 import { LicenseVerifier } from './application/license-verifier';
 import { LicensingService } from './application/licensing.service';
 import { LicenseRepository } from './domain/license.repository';
+import { TrialRepository } from './domain/trial';
 import { TypeOrmLicenseRepository } from './infrastructure/typeorm-license.repository';
+import { TypeOrmTrialRepository } from './infrastructure/typeorm-trial.repository';
 
 /**
  * The installation's license: verified offline, and what it grants. Its SeatQuotas port is
@@ -13,7 +15,13 @@ import { TypeOrmLicenseRepository } from './infrastructure/typeorm-license.repos
 @Global()
 @Module({
   controllers: [LicenseController],
-  providers: [LicenseVerifier, LicensingService, LicenseMetrics, { provide: LicenseRepository, useClass: TypeOrmLicenseRepository }],
+  providers: [
+    LicenseVerifier,
+    LicensingService,
+    LicenseMetrics,
+    { provide: LicenseRepository, useClass: TypeOrmLicenseRepository },
+    { provide: TrialRepository, useClass: TypeOrmTrialRepository },
+  ],
   exports: [LicensingService, LicenseVerifier],
 })
 export class LicensingModule {}

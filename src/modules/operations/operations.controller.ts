@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Controller, Get, Headers, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Redirect, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
@@ -27,6 +27,12 @@ export class OperationsController {
     private readonly config: AppConfig,
     private readonly drain: ShutdownDrain,
   ) {}
+
+  /** A browser opening the service's address lands on the API docs. */
+  @Get()
+  @Redirect('/api/docs', 302)
+  @ApiExcludeEndpoint()
+  home(): void {}
 
   @Get('health/live')
   @ApiOkResponse({ description: 'The process is up' })

@@ -1,33 +1,41 @@
-import { Global, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { once } from 'node:events';
+import { Global, Injectable, Logger, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
 import { Metrics } from '../../shared/metrics/metrics';
 import { OrganizationsModule } from '../organizations/organizations.module';
-import { FailOpenStorage } from './fail-open.storage';
+import { LocalFallbackStorage } from './local-fallback.storage';
 import { RateLimits } from './rate-limits';
 import { RedisCounters } from './redis-counters';
 
-/** The Redis connection behind the counters, when REDIS_URL is set; closed at shutdown. */
+/** How long a starting process waits for Redis before it serves (counting in memory meanwhile). */
+const CONNECT_TIMEOUT_MS = 2000;
+
+/**
+ * The Redis connection behind the counters, when REDIS_URL is set: ready before the process
+ * serves its first request (or CONNECT_TIMEOUT_MS passed), closed at shutdown.
+ */
 @Injectable()
-class RedisConnection implements OnApplicationShutdown {
+class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('Redis');
   readonly client: Redis | null;
 
   constructor(config: AppConfig) {
-    if (!config.redisUrl) {
+    if (!config.redis) {
       this.client = null;
       return;
     }
-    const logger = new Logger('Redis');
     let lastLog = 0;
-    this.client = new Redis(config.redisUrl, {
-      // Fail fast while disconnected (the storage then lets requests through) and reconnect in the background.
+    this.client = new Redis(config.redis.url, {
+      // Fail fast while disconnected (the storage then counts in memory) and reconnect in the background.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      connectTimeout: 2000,
-      // A counter that takes longer lets the request through uncounted.
-      commandTimeout: 250,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      // A counter that takes longer is counted in this process's memory instead. Generous by
+      // default: a pause of this process's event loop (a long GC) makes its replies late as well.
+      commandTimeout: config.redis.commandTimeoutMs,
       // Counters of concurrent requests go out in one write.
       enableAutoPipelining: true,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
@@ -35,9 +43,20 @@ class RedisConnection implements OnApplicationShutdown {
     this.client.on('error', (error: Error) => {
       if (Date.now() - lastLog > 10_000) {
         lastLog = Date.now();
-        logger.warn(`Redis: ${error.message}`);
+        this.logger.warn(`Redis: ${error.message}`);
       }
     });
+  }
+
+  /** A process that joins its peers counts with them from its first request, not in its own memory. */
+  async onModuleInit(): Promise<void> {
+    if (!this.client || this.client.status === 'ready') return;
+    try {
+      await once(this.client, 'ready', { signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS) });
+    } catch (error) {
+      // A timeout, or the connection's first error (Redis down): serve anyway, and reconnect in the background.
+      this.logger.warn(`Redis not ready at start (${(error as Error).message}); counting in this process's memory until it is`);
+    }
   }
 
   onApplicationShutdown(): void {
@@ -46,9 +65,9 @@ class RedisConnection implements OnApplicationShutdown {
 }
 
 /**
- * The counters behind every limit (tier rate limits, login attempts, inbound hooks): in Redis when
- * REDIS_URL is set, so every instance counts together (failing open if Redis is away), in
- * this process's memory otherwise.
+ * The counters behind every limit (tier rate limits, login attempts, failed API keys, inbound hooks): in Redis when
+ * REDIS_URL is set, so every instance counts together (each in its own memory while Redis is
+ * away), in this process's memory otherwise.
  */
 @Global()
 @Module({
@@ -63,11 +82,11 @@ class RedisConnection implements OnApplicationShutdown {
         // Registered without Redis too (it stays 0), so dashboards find the series either way.
         const failures = new Counter({
           name: 'rate_limit_storage_errors_total',
-          help: 'Rate-limit counter updates that failed (Redis unreachable or slow); those requests passed uncounted',
+          help: "Rate-limit counter updates that failed (Redis unreachable or slow); those were counted in the process's memory instead",
           registers: [metrics.registry],
         });
         if (!redis.client) return new ThrottlerStorageService();
-        return new FailOpenStorage(new RedisCounters(redis.client), failures);
+        return new LocalFallbackStorage(new RedisCounters(redis.client), failures);
       },
     },
   ],

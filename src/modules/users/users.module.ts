@@ -11,7 +11,7 @@ import { TypeOrmUserRepository } from './infrastructure/typeorm-user.repository'
   providers: [
     UsersService,
     { provide: UserRepository, useClass: TypeOrmUserRepository },
-    { provide: PasswordHasher, useClass: Argon2PasswordHasher },
+    { provide: PasswordHasher, useFactory: () => new Argon2PasswordHasher() },
   ],
   exports: [UsersService, UserRepository, PasswordHasher],
 })

@@ -1,8 +1,7 @@
 import { Global, Module } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config';
 import { EventOutbox } from '../../shared/events/event-outbox';
-import { parseAllowList } from '../../shared/outbound/address-policy';
 import { OutboundHttp } from '../../shared/outbound/outbound-http';
+import { OutboundPolicy } from '../../shared/outbound/outbound-policy';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { DeliveriesController } from './api/deliveries.controller';
 import { WebhooksController } from './api/webhooks.controller';
@@ -34,8 +33,8 @@ import { TypeOrmMessageRepository } from './infrastructure/typeorm-message.repos
     { provide: MessageRepository, useClass: TypeOrmMessageRepository },
     {
       provide: OutboundHttp,
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => new OutboundHttp({ allowList: parseAllowList(config.outboundAllowList) }),
+      inject: [OutboundPolicy],
+      useFactory: (policy: OutboundPolicy) => new OutboundHttp({ allowList: policy.allowList }),
     },
   ],
   exports: [EventOutbox],

@@ -1,5 +1,5 @@
-import { TriggerResponse } from '../../shared/auth/trigger.response';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { TriggeredByResponse } from '../../shared/auth/triggered-by.response';
+import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
 import { ANY_JSON } from '../../shared/http/json-value.schema';
 import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
@@ -30,7 +30,7 @@ export class StepRunResponse {
   }
 }
 
-/** A run as the API shows it (GET, and the data of workflow.run.* events, without steps). */
+/** A run as the API shows it (lists, and the data of workflow.run.* events, without steps). */
 export class RunResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ format: 'uuid' }) workflowId!: string;
@@ -44,7 +44,7 @@ export class RunResponse {
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
   @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
-  @ApiProperty({ type: TriggerResponse }) triggeredBy!: TriggerResponse;
+  @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
 
   static of(run: Run, withSteps = true): RunResponse {
     return {
@@ -62,5 +62,14 @@ export class RunResponse {
       durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
       triggeredBy: run.triggeredBy,
     };
+  }
+}
+
+/** A run with its steps (one run's GET, a run or cancel answer): `steps` always there. */
+export class RunWithStepsResponse extends OmitType(RunResponse, ['steps']) {
+  @ApiProperty({ type: [StepRunResponse], description: 'In definition order' }) steps!: StepRunResponse[];
+
+  static of(run: Run): RunWithStepsResponse {
+    return RunResponse.of(run, true) as RunWithStepsResponse;
   }
 }

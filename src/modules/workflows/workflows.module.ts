@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { PluginsModule } from '../plugins/plugins.module';
 import { HooksController } from './api/hooks.controller';
+import { RunsController } from './api/runs.controller';
 import { SchedulesController } from './api/schedules.controller';
 import { TriggersController } from './api/triggers.controller';
 import { WorkflowsController } from './api/workflows.controller';
@@ -23,7 +24,7 @@ import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.rep
 
 @Module({
   imports: [AgentsModule, PluginsModule],
-  controllers: [WorkflowsController, SchedulesController, TriggersController, HooksController],
+  controllers: [WorkflowsController, RunsController, SchedulesController, TriggersController, HooksController],
   providers: [
     WorkflowsService,
     RunsService,

@@ -1,3 +1,4 @@
+import { DomainError } from '../errors/domain-error';
 import type { Scope } from './scopes';
 
 export const ROLES = ['admin', 'member', 'viewer'] as const;
@@ -21,6 +22,17 @@ export interface Principal {
   /** The user's email; a service account's name. */
   email: string;
   credential: Credential;
+}
+
+/**
+ * 403 FORBIDDEN unless the caller is a signed-in person (a session): what an API key may never
+ * do, whatever its role and scopes (`what`, e.g. 'set a password'; without it: 'do this'). The
+ * roles guard refuses @SessionOnly() routes with the same words; services call it where the
+ * body decides (a password or a role in a PATCH).
+ */
+export function assertSession(principal: Principal, what = 'do this'): void {
+  if (principal.credential.type === 'session') return;
+  throw new DomainError('FORBIDDEN', `Only a signed-in user may ${what}; API keys cannot`);
 }
 
 /** Who started something through the API. */

@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isDatabaseUnavailable } from './postgres-errors';
+import { isDatabaseUnavailable, isUnstorableValue } from './postgres-errors';
 import { DomainError } from './domain-error';
 import { ErrorCode } from './error-catalog';
 import { envelope, ErrorEnvelope } from './error-envelope';
@@ -53,6 +53,17 @@ export class AllExceptionsFilter implements ExceptionFilter {
         const headers: Record<string, string> = status === 503 || status === 429 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {};
         return { body: envelope(code, message), headers };
       }
+    }
+    if (isUnstorableValue(exception)) {
+      // A bad value that reached the database: the request's fault, but an edge check is missing.
+      this.logger.warn({ requestId: req.id, err: exception }, `A value the database refuses on ${req.method} ${req.path}`);
+      return {
+        body: envelope(
+          'VALIDATION_FAILED',
+          'The request holds a value the database cannot store (a NUL character or a lone surrogate in text, or text that is not of its type)',
+        ),
+        headers: {},
+      };
     }
     if (isDatabaseUnavailable(exception)) {
       this.logger.warn({ requestId: req.id, err: exception }, 'Database unavailable');

@@ -11,7 +11,7 @@ export const ERROR_CATALOG = {
   TOKEN_EXPIRED: { status: 401, when: 'the access token has expired' },
   INVALID_CREDENTIALS: { status: 401, when: 'login failed, or a refresh token that is unknown, expired or revoked' },
   SAML_INVALID: { status: 401, when: 'a SAML response that fails validation' },
-  FORBIDDEN: { status: 403, when: 'the role may not do this' },
+  FORBIDDEN: { status: 403, when: 'the role may not do this; or an API key lacks the scope, or tries what only a signed-in user may do' },
   FEATURE_NOT_AVAILABLE: { status: 403, when: 'the tier does not include the feature' },
   LICENSE_REQUIRED: { status: 403, when: "a tier above what the installation's license allows" },
   SEAT_LIMIT_REACHED: { status: 403, when: "a user beyond the license's seats" },
@@ -39,7 +39,7 @@ export const ERROR_CATALOG = {
   NOT_CANCELABLE: { status: 409, when: 'cancel of a finished run or execution' },
   WEBHOOK_MESSAGE_PENDING: { status: 409, when: 'redeliver of a webhook message still queued or being delivered' },
   WEBHOOK_LIMIT_REACHED: { status: 409, when: "a webhook endpoint beyond the organization's limit" },
-  SCHEDULE_LIMIT_REACHED: { status: 409, when: 'a schedule beyond the 20 a workflow may have' },
+  SCHEDULE_LIMIT_REACHED: { status: 409, when: "a schedule beyond the 20 a workflow may have, or beyond its organization's quota by tier" },
   TRIGGER_LIMIT_REACHED: { status: 409, when: 'a webhook trigger beyond the 20 a workflow may have' },
   API_KEY_LIMIT_REACHED: { status: 409, when: 'an API key beyond the 20 a user or service account may hold' },
   SERVICE_ACCOUNT_LIMIT_REACHED: { status: 409, when: "a service account beyond the organization's 100" },
@@ -58,7 +58,7 @@ export function statusOf(code: ErrorCode): number {
   return ERROR_CATALOG[code].status;
 }
 
-/** The catalog as a Markdown table, for the README and the OpenAPI description. */
+/** The catalog as a Markdown table, for docs/reference/errors.md and the OpenAPI description. */
 export function errorCatalogMarkdown(): string {
   const rows = Object.entries(ERROR_CATALOG).map(([code, { status, when }]) => `| \`${code}\` | ${status} | ${when} |`);
   return ['| code | status | when |', '|---|---|---|', ...rows].join('\n');

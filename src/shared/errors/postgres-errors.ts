@@ -12,6 +12,18 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   return (e.driverError?.constraint ?? e.constraint) === constraint;
 }
 
+/**
+ * Data exceptions of a value the request brought: text that is not of its type (22P02), a
+ * NUL or lone surrogate escape in JSON (22P05), a NUL byte in text (22021). The edge refuses
+ * these first; this catches what a new path lets through.
+ */
+const UNSTORABLE_VALUE_STATES = new Set(['22P02', '22P05', '22021']);
+
+export function isUnstorableValue(error: unknown): boolean {
+  const state = sqlState(error);
+  return state !== undefined && UNSTORABLE_VALUE_STATES.has(state);
+}
+
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 const CONNECTION_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|Driver not Connected|Client was closed|the database system is (starting up|shutting down)/i;

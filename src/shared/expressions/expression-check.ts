@@ -21,6 +21,35 @@ export function expressionProblem(text: string): string | null {
   return null;
 }
 
+/**
+ * The names an expression reads under `name` at its root (`steps.upper.output` and
+ * `$.steps.upper` read `upper` under `steps`), from its parse tree; none when it does not parse.
+ */
+export function rootFieldsUnder(text: string, name: string): string[] {
+  let ast: unknown;
+  try {
+    ast = (jsonata(text) as unknown as { ast(): unknown }).ast();
+  } catch {
+    return [];
+  }
+  const found = new Set<string>();
+  const seen = new Set<object>();
+  const stack: unknown[] = [ast];
+  while (stack.length) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object' || seen.has(node)) continue;
+    seen.add(node);
+    const { type, steps } = node as { type?: string; steps?: Array<{ type?: string; value?: unknown }> };
+    if (type === 'path' && Array.isArray(steps)) {
+      const at = steps[0]?.type === 'variable' && steps[0].value === '' ? 1 : 0;
+      const [root, field] = [steps[at], steps[at + 1]];
+      if (root?.type === 'name' && root.value === name && field?.type === 'name' && typeof field.value === 'string') found.add(field.value);
+    }
+    stack.push(...Object.values(node));
+  }
+  return [...found];
+}
+
 /** Every regex literal of a parsed expression (JSONata keeps them as RegExp values of `regex` nodes). */
 function regexLiterals(ast: unknown): RegExp[] {
   const found: RegExp[] = [];

@@ -1,17 +1,25 @@
 import { AppConfig } from '../../config/app-config';
+import { OrganizationShares } from '../fairness/organization-shares';
 import { ExpressionFailure, ExpressionSandbox } from './expression-sandbox';
 
 const MAX_OUTPUT_BYTES = 1024 * 1024;
+const ORG = 'org-a';
+
+/** A sandbox as the service builds it, every organization with the same share (the unset policy's). */
+function sandboxOf(expressions: AppConfig['expressions']): ExpressionSandbox {
+  const config = { expressions, shareOverrides: {} } as unknown as AppConfig;
+  return new ExpressionSandbox(config, new OrganizationShares(config));
+}
 
 describe('ExpressionSandbox', () => {
   let sandbox: ExpressionSandbox;
   beforeAll(() => {
-    sandbox = new ExpressionSandbox({ expressions: { threads: 2, heapMb: 128, timeLimitMs: 1000, inline: false } } as AppConfig);
+    sandbox = sandboxOf({ threads: 2, heapMb: 128, timeLimitMs: 1000, inline: false });
   });
   afterAll(() => sandbox.onModuleDestroy());
 
   const evaluate = (expression: string, input: unknown = {}, timeoutMs = 1000, signal?: AbortSignal) =>
-    sandbox.evaluate(expression, input, { timeoutMs, signal, maxOutputBytes: MAX_OUTPUT_BYTES });
+    sandbox.evaluate(expression, input, { organizationId: ORG, timeoutMs, signal, maxOutputBytes: MAX_OUTPUT_BYTES });
 
   async function failure(work: Promise<unknown>): Promise<ExpressionFailure> {
     const error = await work.then(
@@ -38,7 +46,9 @@ describe('ExpressionSandbox', () => {
       },
     };
     await expect(evaluate('{ "total": $sum(order.items.(price * qty)) }', input)).resolves.toEqual({ total: 11 });
-    await expect(sandbox.evaluate('$x + 1', {}, { timeoutMs: 100, bindings: { x: 41 }, maxOutputBytes: 100 })).resolves.toBe(42);
+    await expect(
+      sandbox.evaluate('$x + 1', {}, { organizationId: ORG, timeoutMs: 100, bindings: { x: 41 }, maxOutputBytes: 100 }),
+    ).resolves.toBe(42);
     await expect(evaluate('missing')).resolves.toBeNull();
   });
 
@@ -67,15 +77,19 @@ describe('ExpressionSandbox', () => {
 
   it('ends an allocation bomb as EXPRESSION_FAILED naming the memory limit; a new thread takes over and 50 evaluations succeed', async () => {
     // A time limit long enough that only the heap limit can end it, and the smallest heap.
-    const small = new ExpressionSandbox({ expressions: { threads: 1, heapMb: 64, timeLimitMs: 30_000, inline: false } } as AppConfig);
+    const small = sandboxOf({ threads: 1, heapMb: 64, timeLimitMs: 30_000, inline: false });
     try {
       const input = { s: 'x'.repeat(3_000_000) };
-      const error = await failure(small.evaluate('$count([1..200].$lowercase($$.s & $string($)))', input, { maxOutputBytes: 100 }));
+      const error = await failure(
+        small.evaluate('$count([1..200].$lowercase($$.s & $string($)))', input, { organizationId: ORG, maxOutputBytes: 100 }),
+      );
       expect(error).toMatchObject({
         code: 'EXPRESSION_FAILED',
         message: 'Expression needed more than the memory limit of 64 MB; its thread was stopped',
       });
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => small.evaluate('$ * 2', i, { maxOutputBytes: 100 })));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => small.evaluate('$ * 2', i, { organizationId: ORG, maxOutputBytes: 100 })),
+      );
       expect(results).toEqual(Array.from({ length: 50 }, (_, i) => i * 2));
       expect(small.threads).toBe(1);
     } finally {
@@ -95,7 +109,7 @@ describe('ExpressionSandbox', () => {
   });
 
   it('refuses a result over the output limit', async () => {
-    const error = await failure(sandbox.evaluate('$pad("", 2000, "x")', {}, { timeoutMs: 100, maxOutputBytes: 1000 }));
+    const error = await failure(sandbox.evaluate('$pad("", 2000, "x")', {}, { organizationId: ORG, timeoutMs: 100, maxOutputBytes: 1000 }));
     expect(error.message).toMatch(/output limit is 1000|output limit of 1000/);
   });
 
@@ -118,14 +132,34 @@ describe('ExpressionSandbox', () => {
   });
 
   it('does not count the wait for a free thread against the time limit', async () => {
-    const single = new ExpressionSandbox({ expressions: { threads: 1, heapMb: 128, timeLimitMs: 1000, inline: false } } as AppConfig);
+    const single = sandboxOf({ threads: 1, heapMb: 128, timeLimitMs: 1000, inline: false });
     try {
-      const busy = single.evaluate('( $f := function($n){ $f($n + 1) }; $f(0) )', {}, { timeoutMs: 600, maxOutputBytes: 100 });
-      const queued = Array.from({ length: 3 }, (_, i) => single.evaluate('$ + 1', i, { timeoutMs: 200, maxOutputBytes: 100 }));
+      const busy = single.evaluate(
+        '( $f := function($n){ $f($n + 1) }; $f(0) )',
+        {},
+        { organizationId: ORG, timeoutMs: 600, maxOutputBytes: 100 },
+      );
+      const queued = Array.from({ length: 3 }, (_, i) =>
+        single.evaluate('$ + 1', i, { organizationId: ORG, timeoutMs: 200, maxOutputBytes: 100 }),
+      );
       await expect(busy).rejects.toMatchObject({ code: 'EXPRESSION_TIMEOUT' });
       await expect(Promise.all(queued)).resolves.toEqual([1, 2, 3]);
     } finally {
       await single.onModuleDestroy();
     }
+  });
+
+  it("keeps a thread for other organizations: one organization's flood does not hold another's evaluation", async () => {
+    const finished: string[] = [];
+    const slow = '( $f := function($n){ $n = 0 ? 0 : $f($n - 1) }; $count([1..40].($f(300))) )';
+    const flood = Array.from({ length: 6 }, (_, i) =>
+      sandbox.evaluate(slow, {}, { organizationId: 'flooding', maxOutputBytes: 100 }).then(() => finished.push(`a${i}`)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sandbox.evaluate('1 + 1', {}, { organizationId: 'quiet', maxOutputBytes: 100 }).then(() => finished.push('b'));
+    await Promise.all(flood);
+    // The flooding organization holds one of the two threads at a time; the other is free for b.
+    expect(finished.indexOf('b')).toBeLessThanOrEqual(1);
+    expect(finished).toHaveLength(7);
   });
 });

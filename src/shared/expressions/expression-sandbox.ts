@@ -2,12 +2,16 @@ import { extname, join } from 'node:path';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Piscina } from 'piscina';
 import { AppConfig } from '../../config/app-config';
+import { FairGate, GateFullError } from '../fairness/fair-gate';
+import { OrganizationShares } from '../fairness/organization-shares';
 import evaluateInThisThread, { EvaluationAnswer, EvaluationTask, timeoutMessage } from './sandbox-worker';
 
 /** After its time is up, an evaluation that has not answered gets this long before its thread is killed. */
 const KILL_GRACE_MS = 100;
 /** How often evaluations in flight are checked against their time limit. */
 const WATCHDOG_INTERVAL_MS = 20;
+/** How often an organization's share of the threads is read again (a tier change applies within this). */
+const SHARE_REREAD_MS = 5_000;
 /** Evaluations waiting for a thread, beyond which callers are refused at once (an infrastructure failure). */
 const MAX_QUEUE = 10_000;
 
@@ -25,6 +29,8 @@ export class ExpressionFailure extends Error {
 }
 
 export interface EvaluateOptions {
+  /** Whose expression it is: organizations take turns for the threads, each within its share. */
+  organizationId: string;
   /** The caller's own bound, capped at the sandbox's time limit (EXPRESSION_TIMEOUT_MS); unset: that limit. */
   timeoutMs?: number;
   /** Aborts the evaluation (its thread is stopped); the promise rejects with the signal's reason. */
@@ -42,6 +48,11 @@ export interface EvaluateOptions {
  * ExpressionFailure (EXPRESSION_TIMEOUT or EXPRESSION_FAILED) naming the limit. Anything else
  * (a thread that could not start, a full queue) rejects with a plain Error: an infrastructure
  * failure, worth another attempt.
+ *
+ * The threads are shared fairly: an organization holds at most its share of them (by tier,
+ * ORG_MAX_EXPRESSIONS; always one fewer than there are threads), and when a thread frees, the
+ * organizations with evaluations waiting take turns. One organization's flood of slow mappings
+ * makes another's evaluation wait for a free thread at most, never for the flood.
  */
 @Injectable()
 export class ExpressionSandbox implements OnModuleDestroy {
@@ -52,8 +63,16 @@ export class ExpressionSandbox implements OnModuleDestroy {
   /** EXPRESSION_SANDBOX=inline: evaluated on this thread, for the benchmarks' comparison only. */
   private readonly inline: boolean;
   private readonly watchdog = new Watchdog(MAX_QUEUE + 64);
+  private readonly gate: FairGate;
+  private readonly threadCount: number;
+  private readonly knownShares = new Map<string, { share: number; at: number }>();
+  /** No organization may take every thread: one stays for the others (when there are two or more). */
+  private readonly maxShare: number;
 
-  constructor(config: AppConfig) {
+  constructor(
+    config: AppConfig,
+    private readonly shares: OrganizationShares,
+  ) {
     this.heapMb = config.expressions.heapMb;
     this.timeLimitMs = config.expressions.timeLimitMs;
     this.inline = config.expressions.inline;
@@ -66,7 +85,13 @@ export class ExpressionSandbox implements OnModuleDestroy {
       maxQueue: MAX_QUEUE,
       idleTimeout: Number.POSITIVE_INFINITY,
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
+      // The threads get only the runtime's own variables (NODE_*, and TS_NODE_* when run from
+      // sources, so a thread compiles without type checks): no secret of the service is in reach.
+      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(NODE|TS_NODE)_/.test(name))),
     });
+    this.threadCount = config.expressions.threads;
+    this.gate = new FairGate(this.threadCount, MAX_QUEUE);
+    this.maxShare = Math.max(1, this.threadCount - 1);
     // A thread that dies between tasks (one being stopped for its time limit may run out of
     // memory first) is reported here, not to a caller; the pool replaces it either way.
     this.pool.on('error', (error: Error) => this.logger.warn(`An expression thread ended: ${error.message}`));
@@ -82,16 +107,49 @@ export class ExpressionSandbox implements OnModuleDestroy {
     options.signal?.throwIfAborted();
     const task = { expression, input, bindings: options.bindings, timeoutMs, maxOutputBytes: options.maxOutputBytes };
     if (this.inline) return answered(await evaluateInThisThread(task));
+    const share = Math.min(this.maxShare, await this.shareOf(options.organizationId));
+    let answer: EvaluationAnswer;
+    try {
+      answer = await this.gate.run(options.organizationId, share, () => this.inThread(task, timeoutMs, options.signal), options.signal);
+    } catch (error) {
+      if (error instanceof GateFullError)
+        throw new Error('The expression sandbox is at its limit of evaluations waiting', { cause: error });
+      throw error;
+    }
+    return answered(answer);
+  }
+
+  /**
+   * The organization's share of the threads. Known ones answer at once, from what was read last
+   * (read again in the background every few seconds), so no evaluation waits for the database.
+   */
+  private shareOf(organizationId: string): number | Promise<number> {
+    const known = this.knownShares.get(organizationId);
+    const read = () =>
+      this.shares.limit(organizationId, 'expressions', this.threadCount).then((share) => {
+        if (this.knownShares.size >= MAX_QUEUE) this.knownShares.clear();
+        this.knownShares.set(organizationId, { share, at: Date.now() });
+        return share;
+      });
+    if (!known) return read();
+    if (Date.now() - known.at > SHARE_REREAD_MS) {
+      known.at = Date.now();
+      read().catch(() => undefined);
+    }
+    return known.share;
+  }
+
+  /** One evaluation on a thread of the pool, under the watchdog. */
+  private async inThread(task: EvaluationTask, timeoutMs: number, signal: AbortSignal | undefined): Promise<EvaluationAnswer> {
     const watched = this.watchdog.watch(timeoutMs + KILL_GRACE_MS);
     if (!watched) throw new Error('The expression sandbox is at its limit of evaluations in flight');
     // The caller's abort is passed on by hand: AbortSignal.any costs more than a small evaluation.
     const callerAborted = () => watched.abort();
-    options.signal?.addEventListener('abort', callerAborted, { once: true });
-    let answer: EvaluationAnswer;
+    signal?.addEventListener('abort', callerAborted, { once: true });
     try {
-      answer = await this.pool.run({ ...task, clock: watched.clock, slot: watched.slot }, { signal: watched.signal });
+      return await this.pool.run({ ...task, clock: watched.clock, slot: watched.slot }, { signal: watched.signal });
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
+      if (signal?.aborted) throw signal.reason;
       if (watched.timedOut) {
         this.logger.warn(`An expression ran past ${timeoutMs} ms without yielding; its thread was stopped`);
         throw new ExpressionFailure('EXPRESSION_TIMEOUT', `${timeoutMessage(timeoutMs)}; its thread was stopped`);
@@ -105,10 +163,9 @@ export class ExpressionSandbox implements OnModuleDestroy {
       }
       throw error;
     } finally {
-      options.signal?.removeEventListener('abort', callerAborted);
+      signal?.removeEventListener('abort', callerAborted);
       watched.release();
     }
-    return answered(answer);
   }
 
   async onModuleDestroy(): Promise<void> {

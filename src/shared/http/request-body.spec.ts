@@ -1,4 +1,5 @@
-import { depthExceeds } from './request-body';
+import { DomainError } from '../errors/domain-error';
+import { assertStorableText, depthExceeds, unstorableTextAt } from './request-body';
 
 describe('depthExceeds', () => {
   it('measures objects and arrays alike', () => {
@@ -11,5 +12,50 @@ describe('depthExceeds', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];
     expect(depthExceeds(deep, 32)).toBe(true);
+  });
+});
+
+describe('unstorableTextAt', () => {
+  it('finds a NUL or a lone surrogate in a string, by its dotted path', () => {
+    expect(unstorableTextAt({ a: { b: ['ok', 'x\u0000'] } })).toEqual({ path: 'a.b.1', problem: 'NUL' });
+    expect(unstorableTextAt({ a: 'x\ud800y' })).toEqual({ path: 'a', problem: 'lone surrogate' });
+    expect(unstorableTextAt({ a: '\udfff' })).toEqual({ path: 'a', problem: 'lone surrogate' });
+    expect(unstorableTextAt({ a: '\ud83d' })).toEqual({ path: 'a', problem: 'lone surrogate' });
+    expect(unstorableTextAt('\udc00\ud800')).toEqual({ path: '', problem: 'lone surrogate' });
+  });
+
+  it('names the object of a key that holds one, "(a key)" at the top', () => {
+    expect(unstorableTextAt({ a: { 'k\ud800': 1 } })).toEqual({ path: 'a', problem: 'lone surrogate' });
+    expect(unstorableTextAt({ 'k\u0000': 1 })).toEqual({ path: '(a key)', problem: 'NUL' });
+  });
+
+  it('passes well-formed pairs and everything else', () => {
+    expect(unstorableTextAt({ emoji: '\ud83d\ude00', text: 'ünïcødé \ufffd', n: 1, none: null, list: [true] })).toBeNull();
+  });
+
+  it('walks 100,000 levels without overflowing the stack', () => {
+    let deep: unknown = '\ud800';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(unstorableTextAt(deep)?.problem).toBe('lone surrogate');
+  });
+});
+
+describe('assertStorableText', () => {
+  it('throws 400 VALIDATION_FAILED naming the field and what is wrong', () => {
+    const refusal = (() => {
+      try {
+        assertStorableText({ input: { text: 'a\ud800' } }, 'The body', 'the body');
+      } catch (error) {
+        return error as DomainError;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(DomainError);
+    expect({ code: refusal?.code, message: refusal?.message, details: refusal?.details }).toEqual({
+      code: 'VALIDATION_FAILED',
+      message: expect.stringMatching(/^The body holds a lone surrogate/),
+      details: [{ path: 'input.text', message: 'input.text must not contain a lone surrogate' }],
+    });
+    expect(() => assertStorableText('\u0000', 'The body', 'the body')).toThrow(/NUL character/);
+    expect(() => assertStorableText({ fine: '\ud83d\ude00' }, 'The body')).not.toThrow();
   });
 });

@@ -74,39 +74,82 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
           ]),
         );
       }
-      const nul = req.body !== undefined ? nulCharacterAt(req.body) : null;
-      if (nul !== null) {
-        return next(
-          new DomainError('VALIDATION_FAILED', 'The JSON body holds a NUL character (\\u0000), which no field accepts', [
-            { path: nul, message: `${nul || 'the body'} must not contain a NUL character` },
-          ]),
-        );
-      }
-      next();
+      const found = req.body !== undefined ? unstorableTextAt(req.body) : null;
+      next(found ? unstorableText(found, 'The JSON body', 'the body') : undefined);
     },
   ];
   return handlers.map((handler) => (req, res, next) => (isHook(req) ? next() : handler(req, res, next)));
 }
 
 /**
- * The dotted path of the first string or key holding a NUL character, or null: Postgres
- * refuses NUL in text and JSONB, so such a body would otherwise end as a 500.
+ * Every request's query string, hooks' too (a trigger stores its query as JSONB): a NUL
+ * character in a key or value is 400, naming the parameter, before any route sees it.
  */
-export function nulCharacterAt(value: unknown): string | null {
+export function storableQuery(): RequestHandler {
+  return (req, _res, next) => {
+    const found = unstorableTextAt(req.query);
+    next(found ? unstorableText(found, 'The query string', 'the query') : undefined);
+  };
+}
+
+/** What Postgres cannot store as text or in JSONB, and where a JSON value holds it. */
+export interface UnstorableTextFound {
+  /** The dotted path of the string; of a key: the path of its object, "(a key)" at the top. */
+  path: string;
+  problem: 'NUL' | 'lone surrogate';
+}
+
+/** A surrogate half without its other half: not Unicode text, so not UTF-8 either. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function problemOf(text: string): UnstorableTextFound['problem'] | null {
+  if (text.includes('\u0000')) return 'NUL';
+  return LONE_SURROGATE.test(text) ? 'lone surrogate' : null;
+}
+
+/**
+ * The first string or key Postgres refuses, or null: a NUL character (text and JSONB refuse
+ * it) or a lone surrogate (`"\ud800"` in JSON text parses to one; JSONB refuses its escape,
+ * 22P05). Such a value would otherwise reach the database and end as an error there.
+ * Iterative, so a hostile body cannot overflow the stack.
+ */
+export function unstorableTextAt(value: unknown): UnstorableTextFound | null {
   const stack: Array<[unknown, string]> = [[value, '']];
   while (stack.length) {
     const [node, path] = stack.pop()!;
     if (typeof node === 'string') {
-      if (node.includes('\u0000')) return path;
+      const problem = problemOf(node);
+      if (problem) return { path, problem };
     } else if (node !== null && typeof node === 'object') {
       for (const [key, child] of Object.entries(node)) {
-        const at = path ? `${path}.${key}` : key;
-        if (key.includes('\u0000')) return path || '(a key)';
-        stack.push([child, at]);
+        const problem = problemOf(key);
+        if (problem) return { path: path || '(a key)', problem };
+        stack.push([child, path ? `${path}.${key}` : key]);
       }
     }
   }
   return null;
+}
+
+/**
+ * 400 VALIDATION_FAILED for what `unstorableTextAt` found; `what` starts the message ("The
+ * body"), `whole` names the value when the path is empty ("the body").
+ */
+export function unstorableText(found: UnstorableTextFound, what: string, whole = 'the value'): DomainError {
+  const field = found.path || whole;
+  const [holds, mustNot] =
+    found.problem === 'NUL'
+      ? ['a NUL character (\\u0000), which no field accepts', 'a NUL character']
+      : ['a lone surrogate (half of a UTF-16 pair, like \\ud800), which is not Unicode text', 'a lone surrogate'];
+  return new DomainError('VALIDATION_FAILED', `${what} holds ${holds}`, [
+    { path: found.path, message: `${field} must not contain ${mustNot}` },
+  ]);
+}
+
+/** Throws `unstorableText(...)` for the first string or key of `value` that Postgres cannot store. */
+export function assertStorableText(value: unknown, what: string, whole?: string): void {
+  const found = unstorableTextAt(value);
+  if (found) throw unstorableText(found, what, whole);
 }
 
 /** Iterative, so a hostile body cannot overflow the stack here either. */

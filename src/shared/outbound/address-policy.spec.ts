@@ -49,6 +49,16 @@ describe('isForbiddenAddress', () => {
     ['64:ff9b:1::1'],
     ['2002:7f00:1::1'],
     ['2002:c0a8:101::'],
+    // Teredo (2001::/32) carries an IPv4 address, here 127.0.0.1 as the server, XORed as the
+    // client; any address in it tunnels to an IPv4 host: the whole range is refused.
+    ['2001::7f00:1'],
+    ['2001:0:7f00:1::1'],
+    ['2001:0000:4136:e378:8000:63bf:3fff:fdd2'],
+    ['2001:0:ffff:ffff:ffff:ffff:ffff:ffff'],
+    // Site-local (fec0::/10).
+    ['fec0::1'],
+    ['fed0::1'],
+    ['feff:ffff::1'],
   ])('forbids IPv6 %s', (ip) => {
     expect(isForbiddenAddress(ip)).toBe(true);
   });
@@ -70,7 +80,9 @@ describe('isForbiddenAddress', () => {
     ['::ffff:8.8.8.8'],
     ['64:ff9b::808:808'],
     ['2002:808:808::1'],
-    ['fec0::1'],
+    // Either side of Teredo's 2001::/32.
+    ['2000:ffff:ffff:ffff::1'],
+    ['2001:1::1'],
   ])('lets public %s through', (ip) => {
     expect(isForbiddenAddress(ip)).toBe(false);
   });

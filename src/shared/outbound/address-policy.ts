@@ -22,13 +22,33 @@ const FORBIDDEN_V6: ReadonlyArray<[string, number]> = [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
   ['64:ff9b:1::', 48], // local-use NAT64
+  ['2001::', 32], // Teredo: a tunnel to the IPv4 address it carries (obfuscated), whichever that is
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated, still routed inside some networks)
   ['ff00::', 8], // multicast
 ];
 
 const forbiddenV4 = blockListOf(FORBIDDEN_V4, 'ipv4');
 const forbiddenV6 = blockListOf(FORBIDDEN_V6, 'ipv6');
+
+/** What a trial lets through: loopback and private networks (a laptop's, a compose network's). */
+const loopbackAndPrivateV4 = blockListOf(
+  [
+    ['127.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['172.16.0.0', 12],
+    ['192.168.0.0', 16],
+  ],
+  'ipv4',
+);
+const loopbackAndPrivateV6 = blockListOf(
+  [
+    ['::1', 128],
+    ['fc00::', 7],
+  ],
+  'ipv6',
+);
 
 /**
  * Parses OUTBOUND_ALLOWLIST: comma-separated host names (exact, case-insensitive), IP
@@ -63,11 +83,35 @@ export function isForbiddenAddress(ip: string): boolean {
   }
 }
 
-/** True when the host name is listed by name, or the address lies in a listed IP or range. */
+/**
+ * True when the host name is listed by name, or the address lies in a listed IP or range; or,
+ * while the list allows internal targets (a trial), when it is a loopback or private one.
+ */
 export function allows(allowList: AllowList, target: { hostname: string; address: string }): boolean {
   if (allowList.hostnames.has(normalizeHostname(target.hostname))) return true;
   const family = isIP(target.address);
-  return family !== 0 && allowList.addresses.check(target.address, family === 4 ? 'ipv4' : 'ipv6');
+  if (family !== 0 && allowList.addresses.check(target.address, family === 4 ? 'ipv4' : 'ipv6')) return true;
+  return allowList.internalAllowed?.() === true && isLoopbackOrPrivate(target);
+}
+
+/**
+ * Loopback and private addresses (an IPv6 one that embeds such an IPv4 one too). A target that is
+ * a name and no address yet (a URL checked without resolving it) counts by name: `localhost`.
+ */
+export function isLoopbackOrPrivate(target: { hostname: string; address: string }): boolean {
+  const bare = target.address.split('%')[0];
+  switch (isIP(bare)) {
+    case 4:
+      return loopbackAndPrivateV4.check(bare, 'ipv4');
+    case 6: {
+      const v4 = embeddedIpv4(bare);
+      return loopbackAndPrivateV6.check(bare, 'ipv6') || (v4 !== null && loopbackAndPrivateV4.check(v4, 'ipv4'));
+    }
+    default: {
+      const name = normalizeHostname(target.hostname);
+      return name === 'localhost' || name.endsWith('.localhost');
+    }
+  }
 }
 
 /** Lowercase without a trailing dot, so `API.internal.` and `api.internal` compare equal. */

@@ -65,4 +65,9 @@ export interface AllowList {
   readonly hostnames: ReadonlySet<string>;
   /** Single addresses and CIDR ranges. */
   readonly addresses: BlockList;
+  /**
+   * While it answers true (a trial, TRIAL=true), loopback and private addresses (and `localhost`)
+   * are let through as if listed; link-local, cloud metadata and the other ranges are not.
+   */
+  readonly internalAllowed?: () => boolean;
 }

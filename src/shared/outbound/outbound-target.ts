@@ -50,7 +50,10 @@ export async function resolveTarget(url: URL, allowList: AllowList, resolver: Re
   for (const { address } of addresses) {
     if (isForbiddenAddress(address) && !allows(allowList, { hostname, address })) {
       const target = literal !== null ? address : `${hostname} (resolved to ${address})`;
-      throw new OutboundError('ADDRESS_NOT_ALLOWED', `Outbound requests to ${target} are not allowed`);
+      throw new OutboundError(
+        'ADDRESS_NOT_ALLOWED',
+        `Outbound requests to ${target} are not allowed; to allow an internal target, add it to OUTBOUND_ALLOWLIST`,
+      );
     }
   }
   return { url, hostname, addresses };

@@ -18,6 +18,7 @@ import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
 import { EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
 import { ExecutionResponse } from '../execution.response';
 import { Optional } from '../../../shared/http/optional.decorator';
+import { UUID } from '../../../shared/http/uuid-param.pipe';
 
 const KIND = /^[a-z][a-z0-9-]*\.[a-zA-Z][a-zA-Z0-9_-]*$/;
 const { timeoutMs: TIMEOUT, maxAttempts: ATTEMPTS } = AGENT_LIMITS;
@@ -128,6 +129,14 @@ export class HistoryQuery extends PageQuery {
   @Optional()
   @IsISO8601({ strict: true })
   since?: string;
+}
+
+/** `GET /api/executions`: an agent's history query, across agents. */
+export class ExecutionListQuery extends HistoryQuery {
+  @ApiPropertyOptional({ format: 'uuid', description: "Only this agent's executions (one of another organization finds none)" })
+  @Optional()
+  @Matches(UUID, { message: '$property must be a UUID' })
+  agentId?: string;
 }
 
 export class AgentResponse {

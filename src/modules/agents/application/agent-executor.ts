@@ -33,6 +33,7 @@ export class AgentExecutor implements OnModuleInit {
     const outcome = await this.runner.run({
       kind: 'agentKinds',
       qualified: attempt.kind,
+      organizationId: execution.organizationId,
       pluginConfig: await this.pluginConfigs.get(execution.organizationId, attempt.kind),
       config: attempt.config,
       input: execution.input,

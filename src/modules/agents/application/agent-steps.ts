@@ -73,6 +73,7 @@ export class AgentSteps {
     return this.runner.run({
       kind: 'agentKinds',
       qualified: agent.kind,
+      organizationId: agent.organizationId,
       pluginConfig: step.pluginConfig,
       config: agent.config,
       input: step.input,

@@ -30,6 +30,7 @@ export class ExecutionJobs extends DurableJobKind<Execution, StartedAttempt, Unf
       name: 'execution',
       queue: 'agent-execution',
       batchSize: 16,
+      share: 'executions',
       records: executions,
       metrics: {
         total: 'agent_executions_total',

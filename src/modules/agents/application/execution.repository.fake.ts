@@ -37,9 +37,9 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
     return found ? { ...found } : null;
   }
 
-  async history(organizationId: string, agentId: string, _page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+  async history(organizationId: string, _page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
     const data = [...this.executions.values()]
-      .filter((e) => e.organizationId === organizationId && e.agentId === agentId)
+      .filter((e) => e.organizationId === organizationId && (!filter.agentId || e.agentId === filter.agentId))
       .filter((e) => (!filter.status || e.status === filter.status) && (!filter.since || e.createdAt >= filter.since))
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
       .map((e) => ({ ...e }));
@@ -110,7 +110,7 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
         const agent = this.agents.get(e.agentId);
         if (!agent) return [];
         const { kind, maxAttempts, timeoutMs } = agent;
-        return [{ id: e.id, kind, jobId: e.jobId, attempts: e.attempts, maxAttempts, timeoutMs }];
+        return [{ id: e.id, organizationId: e.organizationId, kind, jobId: e.jobId, attempts: e.attempts, maxAttempts, timeoutMs }];
       });
   }
 

@@ -48,9 +48,15 @@ export class ExecutionsService {
     return execution;
   }
 
-  async history(caller: Principal, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+  /** One agent's executions; AGENT_NOT_FOUND unless it is the caller's organization's. */
+  async history(caller: Principal, agentId: string, page: PageRequest, filter: Omit<HistoryFilter, 'agentId'>): Promise<Page<Execution>> {
     await this.agents.get(caller.organizationId, agentId);
-    return this.executions.history(caller.organizationId, agentId, page, filter);
+    return this.executions.history(caller.organizationId, page, { ...filter, agentId });
+  }
+
+  /** The caller's organization's executions across agents (`filter.agentId` narrows to one; an unknown one finds none). */
+  async list(caller: Principal, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+    return this.executions.history(caller.organizationId, page, filter);
   }
 
   /** Queued or running -> canceled; a running plugin call is aborted through its signal. */

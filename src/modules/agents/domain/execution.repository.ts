@@ -14,6 +14,7 @@ export interface StartedAttempt {
 /** An unfinished execution as the reconciler sees it. */
 export interface UnfinishedExecution {
   id: string;
+  organizationId: string;
   /** The agent's kind, for metrics. */
   kind: string;
   jobId: string | null;
@@ -30,7 +31,8 @@ export abstract class ExecutionRepository {
   abstract insert(execution: Execution): Promise<void>;
   abstract find(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
   abstract findById(id: string): Promise<Execution | null>;
-  abstract history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>>;
+  /** The organization's executions (one agent's with `filter.agentId`), newest first. */
+  abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>>;
   /** Moves unfinished executions to `running`, counting the attempt; finished or gone ones are left out. */
   abstract start(ids: string[]): Promise<StartedAttempt[]>;
   /**

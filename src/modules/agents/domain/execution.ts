@@ -38,4 +38,6 @@ export function durationMs(execution: Pick<Execution, 'startedAt' | 'finishedAt'
 export interface HistoryFilter {
   status?: ExecutionStatus;
   since?: Date;
+  /** One agent's executions; unset: every agent's of the organization. */
+  agentId?: string;
 }

@@ -3,6 +3,8 @@ import { AgentRow } from './agent.orm-entity';
 
 @Entity('agent_executions')
 @Index('agent_executions_agent_created_idx', ['agentId', 'createdAt', 'id'])
+// GET /api/executions: the organization's executions across agents, keyset on (created_at, id).
+@Index('agent_executions_org_created_idx', ['organizationId', 'createdAt', 'id'])
 // The reconciler's scan: only unfinished executions are in this index.
 @Index('agent_executions_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
 export class ExecutionRow {

@@ -50,8 +50,9 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return row ?? null;
   }
 
-  async history(organizationId: string, agentId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
-    const { tail, params } = keysetSql({ organization_id: organizationId, agent_id: agentId }, filter, page);
+  async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
+    const scope = { organization_id: organizationId, ...(filter.agentId ? { agent_id: filter.agentId } : {}) };
+    const { tail, params } = keysetSql(scope, filter, page);
     const rows = await this.select(tail, params);
     return toPage(rows, page.limit, (e) => e);
   }
@@ -128,9 +129,17 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]> {
     const rows = await this.txHost.tx.query<
-      Array<{ id: string; kind: string; job_id: string | null; attempts: number; max_attempts: number; timeout_ms: number }>
+      Array<{
+        id: string;
+        organization_id: string;
+        kind: string;
+        job_id: string | null;
+        attempts: number;
+        max_attempts: number;
+        timeout_ms: number;
+      }>
     >(
-      `SELECT e.id, a.kind, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
+      `SELECT e.id, e.organization_id, a.kind, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
        FROM agent_executions e JOIN agents a ON a.id = e.agent_id
        WHERE e.${UNFINISHED_SQL} AND e.created_at < now() - make_interval(secs => $1::double precision / 1000)
          AND e.triggered_by->>'type' = 'user'
@@ -139,6 +148,7 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     );
     return rows.map((r) => ({
       id: r.id,
+      organizationId: r.organization_id,
       kind: r.kind,
       jobId: r.job_id,
       attempts: r.attempts,

@@ -8,7 +8,7 @@ import {
   SCOPE_KEY,
   SESSION_ONLY_KEY,
 } from '../../../shared/auth/access.decorators';
-import { Principal, Role } from '../../../shared/auth/principal';
+import { assertSession, Principal, Role } from '../../../shared/auth/principal';
 import { Scope } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
 
@@ -40,9 +40,7 @@ export class RolesGuard implements CanActivate {
   private checkKey(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
     const { credential } = principal;
     if (credential.type !== 'api_key') return;
-    if (this.reflector.getAllAndOverride<boolean>(SESSION_ONLY_KEY, targets)) {
-      throw new DomainError('FORBIDDEN', 'Only a signed-in user may do this; API keys cannot');
-    }
+    if (this.reflector.getAllAndOverride<boolean>(SESSION_ONLY_KEY, targets)) assertSession(principal);
     if (!credential.scopes) return;
     const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, targets);
     if (!scope) throw new DomainError('FORBIDDEN', 'API keys with scopes cannot call this route');

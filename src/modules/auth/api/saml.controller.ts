@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiConsumes, ApiFoundResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { CurrentPrincipal, Public, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
+import { CurrentPrincipal, Public, RequiresScope, Roles, SessionOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors, ApiPublicErrors } from '../../../shared/http/api-errors.decorator';
 import { User } from '../../users/domain/user';
@@ -36,10 +36,13 @@ export class SamlController {
   }
 
   @Put()
-  @RequiresScope('organization:write')
+  @SessionOnly()
   @ApiBearerAuth()
   @Roles('admin')
-  @ApiOperation({ summary: 'Set up SAML sign-in for the organization (enterprise tier); checked before it is saved' })
+  @ApiOperation({
+    summary: 'Set up SAML sign-in for the organization (enterprise tier); checked before it is saved',
+    description: 'Needs a signed-in admin: who signs in, and with which role, is never up to an API key (403 FORBIDDEN).',
+  })
   @ApiOkResponse({ type: SamlSettingsResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
   async put(@CurrentPrincipal() caller: Principal, @Body() body: SamlSettingsRequest): Promise<SamlSettingsResponse> {
@@ -47,11 +50,14 @@ export class SamlController {
   }
 
   @Delete()
-  @RequiresScope('organization:write')
+  @SessionOnly()
   @ApiBearerAuth()
   @Roles('admin')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Remove SAML sign-in; users keep their accounts' })
+  @ApiOperation({
+    summary: 'Remove SAML sign-in; users keep their accounts',
+    description: 'Needs a signed-in admin: an API key is refused (403 FORBIDDEN).',
+  })
   @ApiNoContentResponse()
   @ApiErrors('FORBIDDEN', 'FEATURE_NOT_AVAILABLE', 'NOT_FOUND')
   async remove(@CurrentPrincipal() caller: Principal): Promise<void> {

@@ -3,18 +3,14 @@ import { ThrottlerStorageService } from '@nestjs/throttler';
 import { loadConfig } from '../../../config/app-config';
 import { Principal, Role } from '../../../shared/auth/principal';
 import { Organization } from '../../organizations/domain/organization';
+import { InMemoryOrganizationRepository } from '../../organizations/domain/organization.repository.fake';
+import { FakePasswordHasher } from '../../users/domain/password-hasher.fake';
 import { User } from '../../users/domain/user';
+import { InMemoryUserRepository } from '../../users/domain/user.repository.fake';
 import { DEFAULT_ATTRIBUTES, SamlSettings } from '../domain/saml-settings';
 import { AccessTokens } from './access-tokens';
 import { AuthService } from './auth.service';
-import {
-  FakePasswordHasher,
-  InMemoryOrganizationRepository,
-  InMemoryRefreshTokenRepository,
-  InMemorySamlStore,
-  InMemoryUserRepository,
-  runTransactionsInline,
-} from './in-memory-ports.fake';
+import { InMemoryRefreshTokenRepository, InMemorySamlStore, runTransactionsInline } from './in-memory-ports.fake';
 import { LoginLimiter } from './login-limiter';
 
 const PASSWORD = 'correct horse battery staple';

@@ -1,10 +1,4 @@
 import { inlineTransactions } from '../../../../test/support/inline-transactions';
-import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { Organization } from '../../organizations/domain/organization';
-import { OrganizationRepository } from '../../organizations/domain/organization.repository';
-import { PasswordHasher } from '../../users/domain/password-hasher';
-import { User } from '../../users/domain/user';
-import { UserRepository } from '../../users/domain/user.repository';
 import { LoginCode } from '../domain/login-code';
 import { RefreshToken } from '../domain/refresh-token';
 import { RefreshTokenRepository } from '../domain/refresh-token.repository';
@@ -12,123 +6,15 @@ import { SamlSettings } from '../domain/saml-settings';
 import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
 
 /*
- * In-memory fakes of the ports the auth services use, for their unit specs. Like the Postgres
+ * In-memory fakes of the auth module's own ports, for the unit specs. Like the Postgres
  * adapters they keep copies, not the caller's objects: a change the service does not save is
- * not seen by the next read.
+ * not seen by the next read. The fakes of other modules' ports stand beside those ports
+ * (`user.repository.fake.ts`, ...).
  */
 
 /** @Transactional() methods need a TransactionHost; the fakes have no transactions to open. Call once per spec file. */
 export function runTransactionsInline(): void {
   inlineTransactions();
-}
-
-export class InMemoryUserRepository extends UserRepository {
-  private readonly rows = new Map<string, ReturnType<User['toProps']>>();
-
-  /** Test setup: stores the user as it is. */
-  add(user: User): User {
-    this.rows.set(user.id, user.toProps());
-    return user;
-  }
-
-  all(): User[] {
-    return [...this.rows.values()].map((props) => User.rehydrate(props));
-  }
-
-  async findById(organizationId: string, id: string): Promise<User | null> {
-    const props = this.rows.get(id);
-    return props && props.organizationId === organizationId ? User.rehydrate(props) : null;
-  }
-
-  async findByEmail(email: string): Promise<User | null> {
-    const props = [...this.rows.values()].find((p) => p.email === User.normalizeEmail(email));
-    return props ? User.rehydrate(props) : null;
-  }
-
-  async list(organizationId: string, page: PageRequest): Promise<Page<User>> {
-    const data = this.all().filter((u) => u.organizationId === organizationId);
-    return { data: data.slice(0, page.limit), nextCursor: null };
-  }
-
-  async insert(user: User): Promise<void> {
-    if ([...this.rows.values()].some((p) => p.email === user.email)) throw new Error(`duplicate email ${user.email}`);
-    this.rows.set(user.id, user.toProps());
-  }
-
-  async update(user: User): Promise<void> {
-    if (this.rows.has(user.id)) this.rows.set(user.id, user.toProps());
-  }
-
-  async delete(organizationId: string, id: string): Promise<boolean> {
-    if (this.rows.get(id)?.organizationId !== organizationId) return false;
-    return this.rows.delete(id);
-  }
-
-  /** One process, no transactions: nothing to lock. */
-  async lockSeats(): Promise<void> {}
-
-  async count(): Promise<number> {
-    return this.rows.size;
-  }
-
-  async countInOrganization(organizationId: string): Promise<number> {
-    return [...this.rows.values()].filter((p) => p.organizationId === organizationId).length;
-  }
-}
-
-export class InMemoryOrganizationRepository extends OrganizationRepository {
-  private readonly rows = new Map<string, ReturnType<Organization['toProps']>>();
-
-  /** Test setup: stores the organization as it is. */
-  add(organization: Organization): Organization {
-    this.rows.set(organization.id, organization.toProps());
-    return organization;
-  }
-
-  async findById(id: string): Promise<Organization | null> {
-    const props = this.rows.get(id);
-    return props ? Organization.rehydrate(props) : null;
-  }
-
-  async findBySlug(slug: string): Promise<Organization | null> {
-    const props = [...this.rows.values()].find((p) => p.slug === slug);
-    return props ? Organization.rehydrate(props) : null;
-  }
-
-  async list(page: PageRequest): Promise<Page<Organization>> {
-    return { data: [...this.rows.values()].slice(0, page.limit).map((p) => Organization.rehydrate(p)), nextCursor: null };
-  }
-
-  async insert(organization: Organization): Promise<void> {
-    this.rows.set(organization.id, organization.toProps());
-  }
-
-  async update(organization: Organization): Promise<void> {
-    if (this.rows.has(organization.id)) this.rows.set(organization.id, organization.toProps());
-  }
-
-  async exists(): Promise<boolean> {
-    return this.rows.size > 0;
-  }
-
-  async count(): Promise<number> {
-    return this.rows.size;
-  }
-}
-
-/** Not argon2: a readable stand-in with the same contract. */
-export class FakePasswordHasher extends PasswordHasher {
-  async hash(password: string): Promise<string> {
-    return `hashed:${password}`;
-  }
-
-  async verify(hash: string, password: string): Promise<boolean> {
-    return hash === `hashed:${password}`;
-  }
-
-  async verifyDummy(): Promise<false> {
-    return false;
-  }
 }
 
 export class InMemoryRefreshTokenRepository extends RefreshTokenRepository {

@@ -4,7 +4,8 @@ import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { allows, parseAllowList } from '../../../shared/outbound/address-policy';
+import { allows } from '../../../shared/outbound/address-policy';
+import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
 import { OrganizationsService } from '../../organizations/application/organizations.service';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
@@ -43,6 +44,7 @@ export class SamlSettingsService implements OnApplicationBootstrap {
     private readonly subscriptions: SubscriptionService,
     private readonly reconciler: JobReconciler,
     private readonly cls: ClsService,
+    private readonly outbound: OutboundPolicy,
   ) {}
 
   /**
@@ -110,8 +112,7 @@ export class SamlSettingsService implements OnApplicationBootstrap {
         { path: 'idpEntityId', message: 'idpEntityId is required (or idpMetadataXml)' },
       ]);
     }
-    const allowList = parseAllowList(this.config.outboundAllowList);
-    assertValidSettings(settings, (host) => allows(allowList, { hostname: host, address: host }));
+    assertValidSettings(settings, (host) => allows(this.outbound.allowList, { hostname: host, address: host }));
     return settings;
   }
 }

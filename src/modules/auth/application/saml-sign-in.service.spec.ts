@@ -8,10 +8,12 @@ import { TIER_FEATURES } from '../../licensing/domain/tiers';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
+import { InMemoryOrganizationRepository } from '../../organizations/domain/organization.repository.fake';
 import { NewUser, UsersService } from '../../users/application/users.service';
 import { User } from '../../users/domain/user';
+import { InMemoryUserRepository } from '../../users/domain/user.repository.fake';
 import { DEFAULT_ATTRIBUTES, SamlSettings, serviceProviderFor } from '../domain/saml-settings';
-import { InMemoryOrganizationRepository, InMemorySamlStore, InMemoryUserRepository, runTransactionsInline } from './in-memory-ports.fake';
+import { InMemorySamlStore, runTransactionsInline } from './in-memory-ports.fake';
 import { RequestIdCache } from './request-id-cache';
 import { SamlSignInService } from './saml-sign-in.service';
 

@@ -1,14 +1,20 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { USER_CHANGED } from '../../users/application/users.service';
 import { UserRepository } from '../../users/domain/user.repository';
 import { ApiKey } from '../domain/api-key';
 import { ApiKeyRepository, ServiceAccountRepository } from '../domain/api-key.repository';
 import { hashKey, parseKey } from '../domain/key-secret';
+import { ApiKeyFailureLimiter } from './api-key-failure-limiter';
+import { API_KEY_CHANGED } from './api-keys.service';
+import { SERVICE_ACCOUNT_CHANGED } from './service-accounts.service';
 
 /**
  * How long a key found valid is trusted without reading it again. A revoke, an expiry or a
- * disabled owner is refused on every instance within this, well inside the promised second.
+ * disabled owner is refused on every instance within this, well inside the promised second;
+ * in the process that made the change at once (see `forget`).
  */
 const TRUST_MS = 500;
 const MAX_TRUSTED = 10_000;
@@ -20,19 +26,56 @@ interface Trusted {
   until: number;
 }
 
-/** From a bearer token that is an API key to the principal it acts as, or 401. */
+/**
+ * From a bearer token that is an API key to the principal it acts as, or 401; failures counted
+ * per client address (429 past the limit, see ApiKeyFailureLimiter). A key revoked or rotated,
+ * a service account changed or deleted, a user changed or deleted is forgotten when its signal
+ * comes: at once in the process that made the change (after its commit), and in the others
+ * as soon as the signal reaches them (within TRUST_MS in any case).
+ */
 @Injectable()
 export class ApiKeyAuthenticator {
   private readonly logger = new Logger('ApiKeys');
   private readonly trusted = new Map<string, Trusted>();
+  /** Raised by every `forget`: a read that began before one is not kept (it may predate the change). */
+  private epoch = 0;
 
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly accounts: ServiceAccountRepository,
     private readonly users: UserRepository,
-  ) {}
+    private readonly limiter: ApiKeyFailureLimiter,
+    signals: Signals,
+  ) {
+    signals.on(API_KEY_CHANGED, (keyId) => this.forget(keyId));
+    signals.on(SERVICE_ACCOUNT_CHANGED, (accountId) => this.forgetOwner(accountId));
+    signals.on(USER_CHANGED, (userId) => this.forgetOwner(userId));
+  }
 
-  async authenticate(token: string): Promise<Principal> {
+  /** `clientIp`: the caller's address, which failures are counted by. */
+  async authenticate(token: string, clientIp: string): Promise<Principal> {
+    try {
+      return await this.principalFor(token, clientIp);
+    } catch (error) {
+      // A refused key counts against the address; past the limit the answer is the 429.
+      if (error instanceof DomainError && error.code === 'UNAUTHORIZED') await this.limiter.failed(clientIp);
+      throw error;
+    }
+  }
+
+  /** The key is read again on its next use (it was revoked or rotated). */
+  forget(keyId: string): void {
+    this.epoch++;
+    for (const [hash, trusted] of this.trusted) if (trusted.key.id === keyId) this.trusted.delete(hash);
+  }
+
+  /** Every key of this service account or user is read again on its next use. */
+  forgetOwner(ownerId: string): void {
+    this.epoch++;
+    for (const [hash, trusted] of this.trusted) if (trusted.key.owner.id === ownerId) this.trusted.delete(hash);
+  }
+
+  private async principalFor(token: string, clientIp: string): Promise<Principal> {
     // A wrong checksum is refused before anything is read.
     if (!parseKey(token)) throw notValid();
     const hash = hashKey(token);
@@ -40,9 +83,14 @@ export class ApiKeyAuthenticator {
     let trusted = this.trusted.get(hash);
     if (!trusted || trusted.until < now) {
       this.trusted.delete(hash);
+      // An address past its failure limit is refused before the read.
+      this.limiter.assertAllowed(clientIp);
+      const epoch = this.epoch;
       trusted = await this.lookUp(hash, now);
-      if (this.trusted.size >= MAX_TRUSTED) this.trusted.clear();
-      this.trusted.set(hash, trusted);
+      if (epoch === this.epoch) {
+        if (this.trusted.size >= MAX_TRUSTED) this.trusted.clear();
+        this.trusted.set(hash, trusted);
+      }
     }
     const { expiresAt } = trusted.key.toProps();
     // The same answer as for an unknown key: a refusal says nothing of which keys exist.

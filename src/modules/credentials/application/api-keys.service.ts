@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
 import { Principal } from '../../../shared/auth/principal';
 import { Scope } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -18,6 +19,8 @@ import {
 /** Unrevoked keys one user or service account may hold. */
 export const KEYS_PER_OWNER = 20;
 export const NO_EXPIRY_FEATURE = 'api-keys.no-expiry';
+/** Signal topic: a key was revoked or rotated (authenticators forget what they trusted of it). */
+export const API_KEY_CHANGED = 'api-key.changed';
 
 export interface KeyRequest {
   name: string;
@@ -48,6 +51,7 @@ export class ApiKeysService {
     private readonly policy: KeyPolicyRepository,
     private readonly users: UserRepository,
     private readonly subscription: SubscriptionService,
+    private readonly signals: Signals,
   ) {}
 
   @Transactional()
@@ -77,21 +81,17 @@ export class ApiKeysService {
     return this.keys.listOf(caller.organizationId, owner, page);
   }
 
-  @Transactional()
+  /** In force in this process for its next request: the key is forgotten once the revoke is committed. */
   async revoke(caller: Principal, holder: KeyHolder, keyId: string): Promise<void> {
-    const key = await this.require(caller, holder, keyId);
-    key.revoke();
-    await this.keys.update(key);
-    await this.record(caller, key, 'revoked');
+    await this.revokeStored(caller, holder, keyId);
+    this.signals.publish(API_KEY_CHANGED, keyId);
   }
 
-  @Transactional()
+  /** Without grace the old secret stops at once in this process, as a revoke does. */
   async rotate(caller: Principal, holder: KeyHolder, keyId: string, graceSeconds: number): Promise<IssuedKey> {
-    const key = await this.require(caller, holder, keyId);
-    const secret = key.rotate(graceSeconds);
-    await this.keys.update(key);
-    await this.record(caller, key, 'rotated');
-    return { key, secret };
+    const issued = await this.rotateStored(caller, holder, keyId, graceSeconds);
+    this.signals.publish(API_KEY_CHANGED, keyId);
+    return issued;
   }
 
   /** Admins read every key's trail; others only their own personal keys' (others' are not found). */
@@ -109,6 +109,23 @@ export class ApiKeysService {
   async setMaxLifetimeDays(organizationId: string, days: number | null): Promise<number | null> {
     await this.policy.setMaxLifetimeDays(organizationId, days);
     return days;
+  }
+
+  @Transactional()
+  private async revokeStored(caller: Principal, holder: KeyHolder, keyId: string): Promise<void> {
+    const key = await this.require(caller, holder, keyId);
+    key.revoke();
+    await this.keys.update(key);
+    await this.record(caller, key, 'revoked');
+  }
+
+  @Transactional()
+  private async rotateStored(caller: Principal, holder: KeyHolder, keyId: string, graceSeconds: number): Promise<IssuedKey> {
+    const key = await this.require(caller, holder, keyId);
+    const secret = key.rotate(graceSeconds);
+    await this.keys.update(key);
+    await this.record(caller, key, 'rotated');
+    return { key, secret };
   }
 
   private async require(caller: Principal, holder: KeyHolder, keyId: string): Promise<ApiKey> {

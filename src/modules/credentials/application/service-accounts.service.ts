@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { Signals } from '../../../queue/signals';
 import { Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -7,10 +8,16 @@ import { ServiceAccountRepository } from '../domain/api-key.repository';
 import { ServiceAccount } from '../domain/service-account';
 
 export const SERVICE_ACCOUNTS_PER_ORGANIZATION = 100;
+/** Signal topic: a service account was changed or deleted (authenticators forget what they trusted of its keys). */
+export const SERVICE_ACCOUNT_CHANGED = 'service-account.changed';
 
+/** Service accounts of an organization. A change or a delete is in force for its keys in this process at once. */
 @Injectable()
 export class ServiceAccountsService {
-  constructor(private readonly accounts: ServiceAccountRepository) {}
+  constructor(
+    private readonly accounts: ServiceAccountRepository,
+    private readonly signals: Signals,
+  ) {}
 
   @Transactional()
   async create(caller: Principal, input: { name: string; role: Role }): Promise<ServiceAccount> {
@@ -39,11 +46,17 @@ export class ServiceAccountsService {
     const account = await this.get(caller, id);
     account.change(patch);
     await this.accounts.update(account);
+    this.signals.publish(SERVICE_ACCOUNT_CHANGED, account.id);
     return account;
   }
 
-  @Transactional()
   async delete(caller: Principal, id: string): Promise<void> {
+    await this.deleteStored(caller, id);
+    this.signals.publish(SERVICE_ACCOUNT_CHANGED, id);
+  }
+
+  @Transactional()
+  private async deleteStored(caller: Principal, id: string): Promise<void> {
     if (!(await this.accounts.delete(caller.organizationId, id)))
       throw new DomainError('SERVICE_ACCOUNT_NOT_FOUND', 'Service account not found');
   }

@@ -10,7 +10,7 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const BODY_LENGTH = 43;
 /** CRC32 of everything before it, in base62. */
 const CHECKSUM_LENGTH = 6;
-/** What secret scanners can match; published in the README. */
+/** What secret scanners can match; published in docs/concepts.md (API keys). */
 export const KEY_PATTERN = /^plat_(sa|pk)_[0-9A-Za-z]{49}$/;
 /** Characters of a key kept for display (`plat_sa_AbCd`). */
 export const DISPLAY_PREFIX_LENGTH = 12;

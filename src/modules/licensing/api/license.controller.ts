@@ -15,6 +15,7 @@ import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { TIERS, Tier } from '../domain/tiers';
 import { LicensingService } from '../application/licensing.service';
 import { LICENSE_KEY_SOURCES, LicenseKeySource, LicenseState, LicenseStatus } from '../domain/license';
+import { TRIAL_TIER, TrialPeriod } from '../domain/trial';
 
 export class InstallLicenseRequest {
   @ApiProperty({ description: 'The license key: a compact JWS signed with Ed25519 by the vendor' })
@@ -22,6 +23,24 @@ export class InstallLicenseRequest {
   @MinLength(20)
   @MaxLength(16384)
   key!: string;
+}
+
+export class TrialResponse {
+  @ApiProperty({ description: 'Whether the trial is in force now; false once its 30 days are over' }) active!: boolean;
+  @ApiProperty({ enum: TIERS, description: 'The tier every organization has while the trial lasts' }) tier!: Tier;
+  @ApiProperty({ description: "The installation's first start with TRIAL=true" }) startedAt!: string;
+  @ApiProperty({ description: 'When the trial ends (ended): then organizations have what the license allows' }) endsAt!: string;
+  @ApiProperty({ type: 'integer', description: 'Whole days left, a started day counting as one; 0 once it ended' }) daysLeft!: number;
+
+  static of(trial: TrialPeriod): TrialResponse {
+    return {
+      active: trial.active,
+      tier: TRIAL_TIER,
+      startedAt: trial.startedAt.toISOString(),
+      endsAt: trial.endsAt.toISOString(),
+      daysLeft: trial.daysLeft,
+    };
+  }
 }
 
 export class LicenseResponse {
@@ -41,11 +60,17 @@ export class LicenseResponse {
       'tests and benchmarks (then also a warning)',
   })
   verifiedBy?: LicenseKeySource;
+  @ApiPropertyOptional({
+    type: TrialResponse,
+    description: 'With TRIAL=true only: the trial, in force or ended (a warning says which)',
+  })
+  trial?: TrialResponse;
   @ApiProperty({ type: [String] }) warnings!: string[];
 
   static of(state: LicenseState): LicenseResponse {
+    const trial = state.trial ? { trial: TrialResponse.of(state.trial) } : {};
     const license = state.license;
-    if (!license) return { status: state.status, warnings: state.warnings() };
+    if (!license) return { status: state.status, ...trial, warnings: state.warnings() };
     const { claims } = license;
     return {
       status: state.status,
@@ -58,6 +83,7 @@ export class LicenseResponse {
       expiresAt: new Date(claims.exp * 1000).toISOString(),
       installedAt: license.installedAt.toISOString(),
       verifiedBy: license.verifiedBy,
+      ...trial,
       warnings: state.warnings(),
     };
   }

@@ -9,6 +9,9 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { LicenseClaims } from '../domain/license';
 import { LicenseRepository, StoredLicense } from '../domain/license.repository';
 import { SeatQuotas } from '../domain/seat-quotas';
+import { TRIAL_DAYS, TrialPeriod, TrialRepository } from '../domain/trial';
+import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
+import { allows } from '../../../shared/outbound/address-policy';
 import { lowerTier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../domain/tiers';
 import { generateLicenseKeyPair, issueLicense, LicenseGrant } from './license-issuer';
 import { keyRing, LicenseVerifier, verifyLicense } from './license-verifier';
@@ -26,6 +29,14 @@ class InMemoryLicenseRepository extends LicenseRepository {
     const had = this.stored !== null;
     this.stored = null;
     return had;
+  }
+}
+
+class InMemoryTrialRepository extends TrialRepository {
+  startedAt: Date | null = null;
+  async start(at: Date) {
+    this.startedAt ??= at;
+    return this.startedAt;
   }
 }
 
@@ -60,16 +71,23 @@ const DAY = 86_400_000;
  * A service whose vendor key ring is `vendorKeys` (default: the throwaway `vendor` of these
  * specs) plus `environmentKeys`, as LICENSE_PUBLIC_KEYS would add them.
  */
-function setup(options: { vendorKeys?: readonly string[]; environmentKeys?: string[]; licenseKey?: string } = {}) {
+function setup(options: { vendorKeys?: readonly string[]; environmentKeys?: string[]; licenseKey?: string; trial?: boolean } = {}) {
   const environmentKeys = options.environmentKeys ?? [];
-  const config = { licensePublicKeys: environmentKeys, licenseKey: options.licenseKey } as AppConfig;
+  const config = {
+    licensePublicKeys: environmentKeys,
+    licenseKey: options.licenseKey,
+    trial: options.trial ?? false,
+    outboundAllowList: '',
+  } as AppConfig;
   const ring = keyRing(options.vendorKeys ?? [vendor.publicKeyBase64], environmentKeys);
   const verifier = { verify: (key: string) => verifyLicense(key, ring) } as LicenseVerifier;
   const licenses = new InMemoryLicenseRepository();
   const quotas = new InMemorySeatQuotas();
   const { signals, published } = localSignals();
-  const service = new LicensingService(config, verifier, licenses, quotas, signals);
-  return { service, licenses, quotas, published };
+  const trials = new InMemoryTrialRepository();
+  const outbound = new OutboundPolicy(config);
+  const service = new LicensingService(config, verifier, licenses, quotas, signals, trials, outbound);
+  return { service, licenses, quotas, published, trials, outbound };
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
@@ -276,6 +294,56 @@ describe('LicensingService', () => {
     it('turns a key it refuses into a configuration error', async () => {
       const { service } = setup({ licenseKey: await issueLicense(grant(), generateLicenseKeyPair().privateKeyPem) });
       await expect(service.applyConfiguredKey()).rejects.toThrow(ConfigError);
+    });
+  });
+
+  describe('trial (TRIAL=true)', () => {
+    const loopback = { hostname: '127.0.0.1', address: '127.0.0.1' };
+
+    it('records its start once and gives every organization enterprise, with loopback targets, for 30 days', async () => {
+      const { service, trials, outbound } = setup({ trial: true });
+      expect(allows(outbound.allowList, loopback)).toBe(false);
+      await service.applyConfiguredKey();
+      const first = trials.startedAt!;
+      const state = await service.state();
+      expect(state).toMatchObject({ status: 'none', trialActive: true, maxTier: 'enterprise', seats: null, maxRateLimitPerMinute: 10_000 });
+      expect(state.effectiveTier('starter')).toBe('enterprise');
+      expect(state.trial).toMatchObject({ startedAt: first, active: true, daysLeft: TRIAL_DAYS });
+      expect(state.trial!.endsAt.getTime() - first.getTime()).toBe(TRIAL_DAYS * DAY);
+      expect(state.warnings()).toEqual([expect.stringMatching(/^Trial mode \(TRIAL=true\).*\(30 days left\)$/)]);
+      expect(allows(outbound.allowList, loopback)).toBe(true);
+      expect(allows(outbound.allowList, { hostname: 'localhost', address: 'localhost' })).toBe(true);
+      expect(allows(outbound.allowList, { hostname: '10.1.2.3', address: '10.1.2.3' })).toBe(true);
+      // Not the cloud metadata address, nor link-local.
+      expect(allows(outbound.allowList, { hostname: 'meta.test', address: '169.254.169.254' })).toBe(false);
+      await service.applyConfiguredKey();
+      expect(trials.startedAt).toBe(first);
+    });
+
+    it("falls back to the license's tier and blocks loopback again once the 30 days are over, and says so", async () => {
+      const { service, trials, outbound } = setup({ trial: true });
+      trials.startedAt = new Date(Date.now() - 31 * DAY);
+      await service.install(await issueLicense(grant({ tier: 'team' }), vendor.privateKeyPem), null);
+      const state = await service.state();
+      expect(state).toMatchObject({ trialActive: false, maxTier: 'team' });
+      expect(state.trial).toMatchObject({ active: false, daysLeft: 0 });
+      expect(state.effectiveTier('enterprise')).toBe('team');
+      expect(state.warnings()).toEqual([expect.stringMatching(/^The trial ended on .*OUTBOUND_ALLOWLIST/)]);
+      expect(allows(outbound.allowList, loopback)).toBe(false);
+    });
+
+    it('counts the days left from now, a started day as one', () => {
+      const now = new Date('2026-12-01T12:00:00Z');
+      expect(new TrialPeriod(new Date('2026-11-30T12:00:00Z'), now).daysLeft).toBe(29);
+      expect(new TrialPeriod(new Date('2026-11-01T13:00:00Z'), now)).toMatchObject({ active: true, daysLeft: 1 });
+      expect(new TrialPeriod(new Date('2026-11-01T12:00:00Z'), now)).toMatchObject({ active: false, daysLeft: 0 });
+    });
+
+    it('is not read without TRIAL', async () => {
+      const { service, trials } = setup();
+      await service.applyConfiguredKey();
+      expect(trials.startedAt).toBeNull();
+      expect((await service.state()).trial).toBeNull();
     });
   });
 

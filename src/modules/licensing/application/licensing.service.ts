@@ -4,9 +4,11 @@ import { AppConfig } from '../../../config/app-config';
 import { ConfigError } from '../../../config/environment';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
 import { InstalledLicense, LicenseClaims, LicenseState } from '../domain/license';
 import { LicenseRepository, StoredLicense } from '../domain/license.repository';
 import { SeatLimits, SeatQuotas } from '../domain/seat-quotas';
+import { TrialPeriod, TrialRepository } from '../domain/trial';
 import { LicenseVerifier } from './license-verifier';
 
 /** Signal topic: the license was installed or removed (cached limits re-read it). */
@@ -16,15 +18,25 @@ const CACHE_MS = 30_000;
 
 type InstalledListener = (claims: LicenseClaims) => Promise<void>;
 
+/** What is read together and cached: the license, and the trial's start with TRIAL=true. */
+interface Loaded {
+  license: InstalledLicense | null;
+  trialStartedAt: Date | null;
+}
+
 /**
  * The installation's license: stored in one row, verified on every install and load, and
- * cached per process (a change anywhere is signalled to every process).
+ * cached per process (a change anywhere is signalled to every process). With TRIAL=true, also
+ * the trial: its start recorded once per installation, the trial's tier for every organization
+ * and loopback and private outbound targets for its 30 days.
  */
 @Injectable()
 export class LicensingService {
   private readonly logger = new Logger('Licensing');
-  private cached: { at: number; license: Promise<InstalledLicense | null> } | null = null;
+  private cached: { at: number; loaded: Promise<Loaded> } | null = null;
   private readonly installedListeners: InstalledListener[] = [];
+  /** When the trial ends, as last read (TRIAL=true): the SSRF guard asks synchronously. */
+  private trialEndsAt: number | null = null;
 
   constructor(
     private readonly config: AppConfig,
@@ -32,18 +44,22 @@ export class LicensingService {
     private readonly licenses: LicenseRepository,
     private readonly seatQuotas: SeatQuotas,
     private readonly signals: Signals,
+    private readonly trials: TrialRepository,
+    outbound: OutboundPolicy,
   ) {
     this.signals.on(LICENSE_CHANGED, () => (this.cached = null));
+    outbound.allowInternalWhile(() => this.trialEndsAt !== null && Date.now() < this.trialEndsAt);
   }
 
   /**
-   * Installs LICENSE_KEY unless it is the one installed; run by the first-start bootstrap. Then
-   * says in the log which license is in force and, plainly, when a key from the environment
-   * rather than the vendor's verified it.
+   * Installs LICENSE_KEY unless it is the one installed; run by the first-start bootstrap of
+   * every process. With TRIAL=true, records the trial's start unless an earlier start is recorded.
+   * Then says in the log which license is in force and, plainly, when a key from the environment
+   * rather than the vendor's verified it; and the trial, active or ended (a warning).
    */
   async applyConfiguredKey(): Promise<void> {
     const key = this.config.licenseKey;
-    if (key && (await this.load())?.key !== key) {
+    if (key && (await this.load()).license?.key !== key) {
       let claims: LicenseClaims;
       try {
         claims = await this.install(key, null);
@@ -55,7 +71,12 @@ export class LicensingService {
       this.logger.log(`License from LICENSE_KEY installed: ${claims.sub}, ${claims.tier}, ${claims.seats} seats`);
     }
     // Read, not loaded through the cache: the report leaves the per-process copy as it was.
-    this.logLicenseInForce(new LicenseState(await this.read()));
+    const { license, trialStartedAt } = await this.read();
+    const state = new LicenseState(license, new Date(), trialStartedAt && new TrialPeriod(trialStartedAt));
+    // Without a license the trial's line says what organizations get; "limited to starter" would not be true.
+    if (state.license || !state.trialActive) this.logLicenseInForce(state);
+    if (state.trial?.active) this.logger.log(state.trial.describe());
+    else if (state.trial) this.logger.warn(state.trial.describe());
   }
 
   /** Organizations register here to be raised to the licensed tier (the single-organization case). */
@@ -64,7 +85,9 @@ export class LicensingService {
   }
 
   async state(): Promise<LicenseState> {
-    return new LicenseState(await this.load());
+    const { license, trialStartedAt } = await this.load();
+    const now = new Date();
+    return new LicenseState(license, now, trialStartedAt && new TrialPeriod(trialStartedAt, now));
   }
 
   async install(key: string, installedBy: string | null): Promise<LicenseClaims> {
@@ -96,16 +119,23 @@ export class LicensingService {
     for (const listener of this.installedListeners) await listener(claims);
   }
 
-  private load(): Promise<InstalledLicense | null> {
+  private load(): Promise<Loaded> {
     if (!this.cached || Date.now() - this.cached.at > CACHE_MS) {
-      const license = this.read();
-      license.catch(() => (this.cached = null));
-      this.cached = { at: Date.now(), license };
+      const loaded = this.read();
+      loaded.catch(() => (this.cached = null));
+      this.cached = { at: Date.now(), loaded };
     }
-    return this.cached.license;
+    return this.cached.loaded;
   }
 
-  private async read(): Promise<InstalledLicense | null> {
+  private async read(): Promise<Loaded> {
+    const license = await this.readLicense();
+    const trialStartedAt = this.config.trial ? await this.trials.start(new Date()) : null;
+    this.trialEndsAt = trialStartedAt && new TrialPeriod(trialStartedAt).endsAt.getTime();
+    return { license, trialStartedAt };
+  }
+
+  private async readLicense(): Promise<InstalledLicense | null> {
     const stored = await this.licenses.find();
     if (!stored) return null;
     try {

@@ -1,4 +1,5 @@
 import { lowerTier, Tier, UNLICENSED_TIER } from './tiers';
+import { TRIAL_MAX_RATE_LIMIT_PER_MINUTE, TRIAL_TIER, TrialPeriod } from './trial';
 
 /** What a license grants, from its signed claims. */
 export interface LicenseClaims {
@@ -39,12 +40,22 @@ export const ENVIRONMENT_KEY_WARNING =
 
 export type LicenseStatus = 'none' | 'valid' | 'expired';
 
-/** The license as the installation sees it at `now`. */
+/**
+ * The license as the installation sees it at `now`, with the trial when TRIAL=true: while the
+ * trial lasts every organization has the trial's tier; after it, what the license allows.
+ */
 export class LicenseState {
   constructor(
     readonly license: InstalledLicense | null,
     private readonly now: Date = new Date(),
+    /** Set with TRIAL=true only, active or ended. */
+    readonly trial: TrialPeriod | null = null,
   ) {}
+
+  /** A trial is in force now. */
+  get trialActive(): boolean {
+    return this.trial?.active ?? false;
+  }
 
   get status(): LicenseStatus {
     if (!this.license) return 'none';
@@ -55,8 +66,13 @@ export class LicenseState {
     return this.status === 'valid';
   }
 
-  /** The highest tier organizations may have: the license's, or starter without a valid one. */
+  /** The highest tier organizations may have: the license's, or starter without a valid one; during a trial, the trial's. */
   get maxTier(): Tier {
+    return this.trialActive ? TRIAL_TIER : this.licensedTier;
+  }
+
+  /** The highest tier the license itself allows, whatever a trial gives for now. */
+  get licensedTier(): Tier {
     return this.valid ? this.license!.claims.tier : UNLICENSED_TIER;
   }
 
@@ -66,20 +82,30 @@ export class LicenseState {
   }
 
   get maxRateLimitPerMinute(): number | null {
-    return this.valid ? this.license!.claims.maxRateLimitPerMinute : null;
+    if (this.valid) return this.license!.claims.maxRateLimitPerMinute;
+    return this.trialActive ? TRIAL_MAX_RATE_LIMIT_PER_MINUTE : null;
   }
 
-  /** The tier an organization gets: what operators assigned, never above what the license allows. */
+  /**
+   * The tier an organization gets: what operators assigned, never above what the license allows;
+   * during a trial, the trial's tier whatever was assigned.
+   */
   effectiveTier(assigned: Tier): Tier {
+    if (this.trialActive) return TRIAL_TIER;
     return lowerTier(assigned, this.maxTier);
   }
 
   warnings(): string[] {
-    if (!this.license) return ['No license is installed; every organization is limited to starter'];
-    const warnings: string[] = [];
+    // The trial first: while it lasts it is what organizations get, after it why they lost it.
+    const trial = this.trial ? [this.trial.describe()] : [];
+    if (!this.license) {
+      return this.trialActive ? trial : [...trial, 'No license is installed; every organization is limited to starter'];
+    }
+    const warnings: string[] = [...trial];
     if (this.status === 'expired') {
       warnings.push(
-        `The license expired on ${new Date(this.license.claims.exp * 1000).toISOString()}; every organization is limited to starter`,
+        `The license expired on ${new Date(this.license.claims.exp * 1000).toISOString()}; ` +
+          (this.trialActive ? 'organizations have the trial until it ends, then starter' : 'every organization is limited to starter'),
       );
     }
     if (this.license.verifiedBy === 'environment') warnings.push(ENVIRONMENT_KEY_WARNING);

@@ -16,6 +16,19 @@ export function isTier(value: unknown): value is Tier {
 export const TIER_RATE_LIMITS: Record<Tier, number> = { starter: 100, team: 500, enterprise: 2000 };
 export const RATE_LIMIT_WINDOW_SECONDS = 60;
 
+/**
+ * What one organization of each tier may hold of the shared machinery at once, its fair share
+ * (ORG_MAX_* set a count for every tier instead): in percent of one process's expression
+ * threads (never all of them) and of a worker process's job slots for executions, workflow runs
+ * and webhook deliveries (WORKER_CONCURRENCY times their batch: 64, 32 and 128 with the
+ * default 4), so the rest stays free for other organizations; and how many schedules it may have.
+ */
+export const TIER_SHARES: Record<Tier, Record<'expressions' | 'executions' | 'runs' | 'deliveries' | 'schedules', number>> = {
+  starter: { expressions: 50, executions: 75, runs: 75, deliveries: 75, schedules: 100 },
+  team: { expressions: 75, executions: 80, runs: 80, deliveries: 80, schedules: 500 },
+  enterprise: { expressions: 100, executions: 90, runs: 90, deliveries: 90, schedules: 5000 },
+};
+
 /** Features each tier includes. */
 export const TIER_FEATURES: Record<Tier, readonly string[]> = {
   starter: [],

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Patch } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsInt, Max, Min } from 'class-validator';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
@@ -23,9 +23,25 @@ class RateLimitResponse {
   @ApiProperty() windowSeconds!: number;
 }
 
+class OrganizationSeatsResponse {
+  @ApiProperty({ description: "The organization's users" }) used!: number;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: "The organization's seat quota, set by operators; null: none (the license's seats alone)",
+  })
+  quota!: number | null;
+}
+
 class SeatsResponse {
-  @ApiProperty({ description: 'Users across the installation' }) used!: number;
-  @ApiProperty({ type: Number, nullable: true, description: 'null: no license, no seat limit' }) allowed!: number | null;
+  @ApiPropertyOptional({ description: 'Users across the installation; shown to admins and instance operators only' }) used?: number;
+  @ApiPropertyOptional({
+    type: Number,
+    nullable: true,
+    description: "The license's seats (null: no license, no seat limit); shown to admins and instance operators only",
+  })
+  allowed?: number | null;
+  @ApiProperty({ type: OrganizationSeatsResponse }) organization!: OrganizationSeatsResponse;
 }
 
 class LicenseSummaryResponse {
@@ -68,11 +84,14 @@ export class SubscriptionController {
   @Get()
   @RequiresScope('organization:read')
   @AnyRole()
-  @ApiOperation({ summary: "The organization's tier, rate limit, features, seats and license" })
+  @ApiOperation({
+    summary: "The organization's tier, rate limit, features, seats and license",
+    description: "The installation's seat figures (`seats.used`, `seats.allowed`) are shown to admins and instance operators only.",
+  })
   @ApiOkResponse({ type: SubscriptionResponse })
   @ApiErrors()
   async get(@CurrentPrincipal() caller: Principal): Promise<SubscriptionResponse> {
-    return SubscriptionResponse.of(await this.subscriptions.of(caller.organizationId));
+    return SubscriptionResponse.of(await this.subscriptions.of(caller));
   }
 
   @Patch()
@@ -83,6 +102,6 @@ export class SubscriptionController {
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
   async update(@CurrentPrincipal() caller: Principal, @Body() body: UpdateSubscriptionRequest): Promise<SubscriptionResponse> {
     await this.organizations.setRateLimit(caller, body.rateLimitPerMinute);
-    return SubscriptionResponse.of(await this.subscriptions.of(caller.organizationId));
+    return SubscriptionResponse.of(await this.subscriptions.of(caller));
   }
 }

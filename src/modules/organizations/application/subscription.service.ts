@@ -1,9 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
+import { OrganizationShares } from '../../../shared/fairness/organization-shares';
+import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { LICENSE_CHANGED, LicensingService } from '../../licensing/application/licensing.service';
 import { LicenseKeySource, LicenseStatus } from '../../licensing/domain/license';
-import { RATE_LIMIT_WINDOW_SECONDS, Tier, TIER_FEATURES, TIER_RATE_LIMITS, tierIncluding } from '../../licensing/domain/tiers';
+import {
+  RATE_LIMIT_WINDOW_SECONDS,
+  Tier,
+  TIER_FEATURES,
+  TIER_RATE_LIMITS,
+  TIER_SHARES,
+  tierIncluding,
+  UNLICENSED_TIER,
+} from '../../licensing/domain/tiers';
 import { UsersService } from '../../users/application/users.service';
 import { ORGANIZATION_CHANGED, OrganizationsService } from './organizations.service';
 
@@ -23,7 +33,7 @@ export interface Subscription {
   assignedTier: Tier;
   rateLimit: RateLimit;
   features: readonly string[];
-  seats: { used: number; allowed: number | null };
+  seats: Seats;
   license: {
     status: LicenseStatus;
     customer: string | null;
@@ -32,6 +42,15 @@ export interface Subscription {
     verifiedBy: LicenseKeySource | null;
   };
   warnings: string[];
+}
+
+export interface Seats {
+  /** Users across the installation: admins and instance operators only. */
+  used?: number;
+  /** The license's seats (null: no license, no limit): admins and instance operators only. */
+  allowed?: number | null;
+  /** The organization's users, and its seat quota (null: none of its own). */
+  organization: { used: number; quota: number | null };
 }
 
 /** What an organization's tier and the installation's license give it: limits, features, seats. */
@@ -44,9 +63,20 @@ export class SubscriptionService {
     private readonly licensing: LicensingService,
     private readonly users: UsersService,
     signals: Signals,
+    shares: OrganizationShares,
   ) {
     signals.on(ORGANIZATION_CHANGED, (id) => this.limits.delete(id));
     signals.on(LICENSE_CHANGED, () => this.limits.clear());
+    // The shared machinery (queue, sandbox) shares itself by the tier in force, as cached here.
+    shares.use({
+      // An organization that cannot be read now (gone, the database away) gets the lowest share.
+      tierOf: (organizationId) =>
+        this.rateLimit(organizationId).then(
+          (limit) => limit.tier,
+          () => 'default',
+        ),
+      byTier: { ...TIER_SHARES, default: TIER_SHARES[UNLICENSED_TIER] },
+    });
   }
 
   /** The organization's rate limit, cached for a few seconds (tier changes apply within the window). */
@@ -59,21 +89,31 @@ export class SubscriptionService {
     return limit;
   }
 
-  async of(organizationId: string): Promise<Subscription> {
-    const [organization, license, rateLimit, used] = await Promise.all([
+  /**
+   * The caller's organization's subscription. The installation's seat figures (users of every
+   * organization, the license's seats) are for its admins and instance operators; members and
+   * viewers see their organization's.
+   */
+  async of(caller: Principal): Promise<Subscription> {
+    const { organizationId } = caller;
+    const installationWide = caller.role === 'admin' || caller.isOperator;
+    const [organization, license, rateLimit, limits, usedHere, used] = await Promise.all([
       this.organizations.require(organizationId),
       this.licensing.state(),
       this.resolve(organizationId),
-      this.users.seatsTaken(),
+      this.licensing.seatLimits(organizationId),
+      this.users.seatsTakenIn(organizationId),
+      installationWide ? this.users.seatsTaken() : null,
     ]);
     const claims = license.license?.claims;
+    const ofOrganization = { used: usedHere, quota: limits.organization };
     return {
       organizationId,
       tier: rateLimit.tier,
       assignedTier: organization.tier,
       rateLimit,
       features: TIER_FEATURES[rateLimit.tier],
-      seats: { used, allowed: license.seats },
+      seats: used === null ? { organization: ofOrganization } : { used, allowed: license.seats, organization: ofOrganization },
       license: {
         status: license.status,
         customer: claims?.sub ?? null,

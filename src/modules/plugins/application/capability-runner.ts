@@ -6,6 +6,7 @@ import { PluginRegistry } from './plugin-registry';
 import { PluginsService } from './plugins.service';
 
 export interface CapabilityCall {
+  organizationId: string;
   kind: 'agentKinds' | 'actions';
   /** `<plugin>.<name>`. */
   qualified: string;
@@ -72,6 +73,7 @@ export class CapabilityRunner {
     try {
       const output = await untilAborted(
         found.capability.execute({
+          organizationId: call.organizationId,
           pluginConfig: call.pluginConfig,
           config: call.config,
           input: call.input,

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
 import { ErrorDetail } from '../../../shared/errors/domain-error';
 import { ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { schemaProblems } from '../../../shared/json-schema/json-schema.validator';
-import { parseAllowList } from '../../../shared/outbound/address-policy';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
+import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
 import { builtInPlugins } from '../catalog';
 import { Capability, Plugin } from '../domain/plugin';
 
@@ -13,8 +12,8 @@ import { Capability, Plugin } from '../domain/plugin';
 export class PluginRegistry {
   private readonly plugins: Map<string, Plugin>;
 
-  constructor(config: AppConfig, expressions: ExpressionSandbox) {
-    const http = new OutboundHttp({ allowList: parseAllowList(config.outboundAllowList) });
+  constructor(outbound: OutboundPolicy, expressions: ExpressionSandbox) {
+    const http = new OutboundHttp({ allowList: outbound.allowList });
     this.plugins = new Map(builtInPlugins({ http, expressions }).map((p) => [p.manifest.slug, p]));
   }
 

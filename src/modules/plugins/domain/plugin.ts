@@ -40,6 +40,8 @@ export interface PluginLogger {
 }
 
 export interface ExecuteRequest {
+  /** Whose call it is (shared machinery, such as the expression sandbox, is shared by organization). */
+  organizationId: string;
   /** The installation's config, secrets decrypted. */
   pluginConfig: Record<string, unknown>;
   /** The agent's or step's config, already valid against the capability's configSchema. */

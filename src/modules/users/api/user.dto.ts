@@ -10,7 +10,11 @@ export class CreateUserRequest {
   @MaxLength(320)
   email!: string;
 
-  @ApiProperty({ minLength: 12, maxLength: 200, description: 'At least 12 characters' })
+  @ApiProperty({
+    minLength: 12,
+    maxLength: 200,
+    description: 'At least 12 characters. Only a signed-in user may set one: an API key is refused',
+  })
   @IsString()
   @MinLength(12)
   @MaxLength(200)
@@ -22,7 +26,10 @@ export class CreateUserRequest {
 }
 
 export class UpdateUserRequest {
-  @ApiPropertyOptional({ enum: ROLES })
+  @ApiPropertyOptional({
+    enum: ROLES,
+    description: 'Only a signed-in user may change the role: an API key is refused unless it is the current one',
+  })
   @Optional()
   @IsIn(ROLES)
   role?: Role;
@@ -32,7 +39,7 @@ export class UpdateUserRequest {
   @IsBoolean()
   disabled?: boolean;
 
-  @ApiPropertyOptional({ minLength: 12, maxLength: 200 })
+  @ApiPropertyOptional({ minLength: 12, maxLength: 200, description: 'Only a signed-in user may set a password: an API key is refused' })
   @Optional()
   @IsString()
   @MinLength(12)

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
@@ -28,6 +28,10 @@ export class UsersController {
 
   @Post()
   @RequiresScope('users:write')
+  @ApiOperation({
+    summary: 'Add a user with a password to the organization',
+    description: 'Needs a signed-in user: the body sets a password, which an API key may never do (403 FORBIDDEN).',
+  })
   @ApiCreatedResponse({ type: UserResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'EMAIL_TAKEN')
   async create(
@@ -35,7 +39,7 @@ export class UsersController {
     @Body() body: CreateUserRequest,
     @Res({ passthrough: true }) res: Response,
   ): Promise<UserResponse> {
-    const user = await this.users.create(caller.organizationId, body);
+    const user = await this.users.add(caller, body);
     res.location(`/api/users/${user.id}`);
     return UserResponse.from(user);
   }
@@ -50,6 +54,12 @@ export class UsersController {
 
   @Patch(':id')
   @RequiresScope('users:write')
+  @ApiOperation({
+    summary: "Change a user's role, disable or enable the user, or set a new password",
+    description:
+      'Setting `password` and changing `role` to another role need a signed-in user: with an API key they are 403 ' +
+      'FORBIDDEN. A key with `users:write` may disable or enable a user.',
+  })
   @ApiOkResponse({ type: UserResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'USER_NOT_FOUND')
   async update(

@@ -1,7 +1,8 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { LicensingService } from '../../licensing/application/licensing.service';
-import { Principal, Role } from '../../../shared/auth/principal';
+import { Signals } from '../../../queue/signals';
+import { assertSession, Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { PasswordHasher } from '../domain/password-hasher';
@@ -18,6 +19,12 @@ export interface NewUser {
   lastName?: string | null;
 }
 
+/**
+ * Signal topic: a user was changed or deleted through this service (API keys acting as the
+ * user are read again on their next use: at once in this process, soon in the others).
+ */
+export const USER_CHANGED = 'user.changed';
+
 /** User management inside the caller's organization (admin use cases). */
 @Injectable()
 export class UsersService {
@@ -25,6 +32,7 @@ export class UsersService {
     private readonly users: UserRepository,
     private readonly hasher: PasswordHasher,
     private readonly licensing: LicensingService,
+    private readonly signals: Signals,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<User>> {
@@ -57,21 +65,35 @@ export class UsersService {
     return user;
   }
 
+  /**
+   * An admin adds a user to the caller's organization. Setting a password needs a signed-in
+   * user: with an API key it is 403 (a key that could set one could sign in as that user).
+   */
+  add(caller: Principal, input: NewUser): Promise<User> {
+    if (input.password !== undefined) assertSession(caller, 'set a password');
+    return this.create(caller.organizationId, input);
+  }
+
   /** Seats taken across the installation. */
   seatsTaken(): Promise<number> {
     return this.users.count();
   }
 
-  @Transactional()
+  /** Seats the organization's users take. */
+  seatsTakenIn(organizationId: string): Promise<number> {
+    return this.users.countInOrganization(organizationId);
+  }
+
+  /**
+   * Setting a password and changing the role (to another one) need a signed-in user: with an
+   * API key they are 403, so no key can take over a person's account or raise a role. Disabling
+   * stays open to keys with `users:write`.
+   */
   async update(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
-    const user = await this.require(caller.organizationId, id);
-    assertMayManage(caller, user);
-    if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
-      throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
-    }
-    const passwordHash = patch.password ? await this.hasher.hash(patch.password) : undefined;
-    user.change({ role: patch.role, disabled: patch.disabled, passwordHash });
-    await this.users.update(user);
+    const user = await this.change(caller, id, patch);
+    // After the commit: keys acting as the user (ended by a new password or disabling, narrowed
+    // by a lower role) are read again with their next request.
+    this.signals.publish(USER_CHANGED, user.id);
     return user;
   }
 
@@ -82,12 +104,43 @@ export class UsersService {
     }
     user.change({ passwordHash: await this.hasher.hash(newPassword) });
     await this.users.update(user);
+    this.signals.publish(USER_CHANGED, user.id);
+  }
+
+  /**
+   * The operator's reset from the command line (`npm run cli -- user:reset-password`): no caller,
+   * the user found by email in any organization. Like every new password it ends the user's
+   * sessions and personal API keys. USER_NOT_FOUND for an unknown email.
+   */
+  async resetPassword(email: string, password: string): Promise<User> {
+    const user = await this.users.findByEmail(email);
+    if (!user) throw new DomainError('USER_NOT_FOUND', `No user has the email '${email}'`);
+    user.change({ passwordHash: await this.hasher.hash(password) });
+    await this.users.update(user);
+    this.signals.publish(USER_CHANGED, user.id);
+    return user;
   }
 
   async delete(caller: Principal, id: string): Promise<void> {
     if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
     assertMayManage(caller, await this.require(caller.organizationId, id));
     if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
+    this.signals.publish(USER_CHANGED, id);
+  }
+
+  @Transactional()
+  private async change(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
+    const user = await this.require(caller.organizationId, id);
+    assertMayManage(caller, user);
+    if (patch.password !== undefined) assertSession(caller, 'set a password');
+    if (patch.role !== undefined && patch.role !== user.role) assertSession(caller, "change a user's role");
+    if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
+      throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
+    }
+    const passwordHash = patch.password ? await this.hasher.hash(patch.password) : undefined;
+    user.change({ role: patch.role, disabled: patch.disabled, passwordHash });
+    await this.users.update(user);
+    return user;
   }
 
   /** In create's transaction: the seat lock holds until the user is inserted (or not). */

@@ -58,7 +58,7 @@ export class DeliveriesService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.queue.register<RecoverJob>({ name: RECOVER_QUEUE, batchSize: 1, handler: (jobs) => this.recoverJobs(jobs) });
+    this.queue.register<RecoverJob>({ name: RECOVER_QUEUE, batchSize: 1, handler: (jobs) => jobs.map((job) => this.recoverJob(job)) });
   }
 
   async list(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>> {
@@ -166,18 +166,14 @@ export class DeliveriesService implements OnModuleInit {
     }
   }
 
-  private async recoverJobs(jobs: Array<Job<RecoverJob>>): Promise<JobResult[]> {
-    const results: JobResult[] = [];
-    for (const job of jobs) {
-      try {
-        await this.resend(job.data.endpointId, new Date(job.data.since), job.signal);
-        results.push({ id: job.id, status: 'completed' });
-      } catch (error) {
-        this.logger.warn(`Recover of ${job.data.endpointId} interrupted: ${(error as Error).message}`);
-        results.push({ id: job.id, status: 'failed', output: { message: (error as Error).message } });
-      }
+  private async recoverJob(job: Job<RecoverJob>): Promise<JobResult> {
+    try {
+      await this.resend(job.data.endpointId, new Date(job.data.since), job.signal);
+      return { id: job.id, status: 'completed' };
+    } catch (error) {
+      this.logger.warn(`Recover of ${job.data.endpointId} interrupted: ${(error as Error).message}`);
+      return { id: job.id, status: 'failed', output: { message: (error as Error).message } };
     }
-    return results;
   }
 
   /**

@@ -25,6 +25,7 @@ export class DeliveryJobs extends DurableJobKind<WebhookMessage, StartedDelivery
       name: 'webhook',
       queue: DELIVERY_QUEUE,
       batchSize: 32,
+      share: 'deliveries',
       records: messages,
       metrics: {
         total: 'webhook_messages_total',

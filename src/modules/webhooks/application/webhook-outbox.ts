@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JobQueue } from '../../../queue/job-queue';
 import { EventOutbox, PlatformEvent } from '../../../shared/events/event-outbox';
+import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { subscribesTo } from '../domain/endpoint';
 import { messagePayload, WebhookMessage } from '../domain/message';
 import { EndpointRepository, MessageRepository } from '../domain/webhook.repository';
@@ -19,6 +20,7 @@ export class WebhookOutbox extends EventOutbox {
     private readonly messages: MessageRepository,
     /** The queue itself, not DeliveryJobs: the durable-job core depends on this outbox. */
     private readonly queue: JobQueue,
+    private readonly shares: OrganizationShares,
   ) {
     super();
   }
@@ -48,9 +50,30 @@ export class WebhookOutbox extends EventOutbox {
     );
     if (!messages.length) return;
     await this.messages.insertMany(messages);
+    // Each delivery job carries its organization, whose share of the workers caps its deliveries in flight.
+    const organizations = [...new Set(messages.map((m) => m.organizationId))];
+    const groups = new Map(await Promise.all(organizations.map(async (id) => [id, await this.shares.group(id)] as const)));
+    // An organization raising many events at once goes behind the others' (see OrganizationShares.priority).
+    const priorities = new Map(
+      organizations.map((id) => [id, this.shares.priority(id, messages.filter((m) => m.organizationId === id).length)]),
+    );
     await this.queue.sendMany(
       DELIVERY_QUEUE,
-      messages.flatMap((m) => (m.jobId ? [{ data: deliveryJobData(m.id), options: { ...DELIVERY_JOB_OPTIONS, id: m.jobId } }] : [])),
+      messages.flatMap((m) =>
+        m.jobId
+          ? [
+              {
+                data: deliveryJobData(m.id),
+                options: {
+                  ...DELIVERY_JOB_OPTIONS,
+                  id: m.jobId,
+                  group: groups.get(m.organizationId),
+                  priority: priorities.get(m.organizationId),
+                },
+              },
+            ]
+          : [],
+      ),
     );
   }
 

@@ -17,13 +17,12 @@ import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
 import { signatureHeader } from '../../../shared/crypto/standard-webhooks';
 import { EndpointRepository, MessageRepository, StartedDelivery } from '../domain/webhook.repository';
 import { DELIVERY_JOB_OPTIONS, DeliveryJobs } from './delivery-jobs';
+import { EndpointSlots } from './endpoint-slots';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 /** The response body kept in the delivery log. */
 const LOGGED_BODY_BYTES = 4096;
 const MAX_RESPONSE_BYTES = 1024 * 1024;
-/** Deliveries in flight to one endpoint from one process: a slow receiver holds only these. */
-const PER_ENDPOINT_CONCURRENCY = 8;
 const DAY_MS = 86_400_000;
 const USER_AGENT = 'Platform-Webhooks/1';
 
@@ -35,7 +34,7 @@ const USER_AGENT = 'Platform-Webhooks/1';
  */
 @Injectable()
 export class WebhookSender implements OnModuleInit {
-  private readonly inFlight = new Map<string, { count: number; waiting: Array<() => void> }>();
+  private readonly slots = new EndpointSlots();
   private readonly attempts: Counter<'type' | 'outcome'>;
   /** Attempts logged in the same turn are written with one statement. */
   private readonly attemptLog: Coalescer<DeliveryAttempt, undefined>;
@@ -98,7 +97,14 @@ export class WebhookSender implements OnModuleInit {
 
   async deliver({ message, endpoint }: StartedDelivery, { lease }: RunSignals): Promise<RunResult> {
     if (!endpoint.enabled) return { status: 'canceled', error: { code: 'ENDPOINT_DISABLED', message: 'The endpoint is disabled' } };
-    const attempt = await this.withSlot(endpoint.id, () => this.post(message, endpoint, lease));
+    const release = await this.slots.acquire(endpoint.id);
+    let attempt: Awaited<ReturnType<WebhookSender['post']>>;
+    try {
+      attempt = await this.post(message, endpoint, lease);
+    } finally {
+      release();
+    }
+    this.slots.record(endpoint.id, attempt.statusCode !== null);
     await this.attemptLog.add(attempt);
     const delivered = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
     this.attempts.inc({ type: message.type, outcome: delivered ? 'succeeded' : 'failed' });
@@ -216,21 +222,5 @@ export class WebhookSender implements OnModuleInit {
       },
     ]);
     return true;
-  }
-
-  /** Runs `work` when fewer than PER_ENDPOINT_CONCURRENCY deliveries to the endpoint are in flight here. */
-  private async withSlot<T>(endpointId: string, work: () => Promise<T>): Promise<T> {
-    let slot = this.inFlight.get(endpointId);
-    if (!slot) this.inFlight.set(endpointId, (slot = { count: 0, waiting: [] }));
-    if (slot.count >= PER_ENDPOINT_CONCURRENCY) await new Promise<void>((resolve) => slot.waiting.push(resolve));
-    slot.count++;
-    try {
-      return await work();
-    } finally {
-      slot.count--;
-      const next = slot.waiting.shift();
-      if (next) next();
-      else if (slot.count === 0) this.inFlight.delete(endpointId);
-    }
   }
 }

@@ -12,8 +12,8 @@ export abstract class EndpointRepository {
   abstract find(organizationId: string, id: string, options?: { forUpdate?: boolean }): Promise<WebhookEndpoint | null>;
   abstract list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>>;
   abstract delete(organizationId: string, id: string): Promise<boolean>;
-  /** Every endpoint of these organizations, enabled or not (messages to a disabled one are kept as skipped). */
-  abstract ofOrganizations(organizationIds: string[]): Promise<WebhookEndpoint[]>;
+  /** The endpoints with these ids, enabled or not (messages to a disabled one are kept as skipped). */
+  abstract withIds(ids: string[]): Promise<WebhookEndpoint[]>;
   /** What the outbox needs of these organizations' endpoints: one light read per finishing batch. */
   abstract subscriptions(organizationIds: string[]): Promise<EndpointSubscription[]>;
   /** A delivery failed: `failingSince` is set if it was not; answers it. */
@@ -32,6 +32,7 @@ export interface StartedDelivery {
 
 export interface UnfinishedMessage {
   id: string;
+  organizationId: string;
   jobId: string | null;
   attempts: number;
 }

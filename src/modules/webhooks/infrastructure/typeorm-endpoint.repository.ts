@@ -59,9 +59,9 @@ export class TypeOrmEndpointRepository extends EndpointRepository {
     return ((await this.rows.delete({ organizationId, id })).affected ?? 0) > 0;
   }
 
-  async ofOrganizations(organizationIds: string[]): Promise<WebhookEndpoint[]> {
-    if (!organizationIds.length) return [];
-    return (await this.rows.findBy({ organizationId: In(organizationIds) })).map((row) => this.toDomain(row));
+  async withIds(ids: string[]): Promise<WebhookEndpoint[]> {
+    if (!ids.length) return [];
+    return (await this.rows.findBy({ id: In(ids) })).map((row) => this.toDomain(row));
   }
 
   async subscriptions(organizationIds: string[]): Promise<EndpointSubscription[]> {

@@ -87,6 +87,7 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return row ? toMessage(row) : null;
   }
 
+  /** Starts the messages with their endpoints (only those, not every endpoint of their organizations). */
   async start(ids: string[]): Promise<StartedDelivery[]> {
     const rows = await this.query<RawMessage>(
       `UPDATE webhook_messages SET status = 'running', attempts = attempts + 1
@@ -95,12 +96,11 @@ export class TypeOrmMessageRepository extends MessageRepository {
     );
     if (!rows.length) return [];
     const messages = rows.map(toMessage);
-    const endpoints = new Map(
-      (await this.endpoints.ofOrganizations([...new Set(messages.map((m) => m.organizationId))])).map((e) => [e.id, e]),
-    );
+    const endpoints = new Map((await this.endpoints.withIds([...new Set(messages.map((m) => m.endpointId))])).map((e) => [e.id, e]));
     return messages.flatMap((message) => {
       const endpoint = endpoints.get(message.endpointId);
-      return endpoint ? [{ message, endpoint }] : [];
+      // The endpoint is read by id alone: it must be the message's organization's.
+      return endpoint?.organizationId === message.organizationId ? [{ message, endpoint }] : [];
     });
   }
 
@@ -126,13 +126,13 @@ export class TypeOrmMessageRepository extends MessageRepository {
   }
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedMessage[]> {
-    const rows = await this.query<{ id: string; job_id: string | null; attempts: number }>(
-      `SELECT id, job_id, attempts FROM webhook_messages
+    const rows = await this.query<{ id: string; organization_id: string; job_id: string | null; attempts: number }>(
+      `SELECT id, organization_id, job_id, attempts FROM webhook_messages
        WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
        ORDER BY created_at LIMIT $2`,
       [olderThanMs, limit],
     );
-    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts }));
+    return rows.map((r) => ({ id: r.id, organizationId: r.organization_id, jobId: r.job_id, attempts: r.attempts }));
   }
 
   async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {

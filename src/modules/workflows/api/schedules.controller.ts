@@ -15,7 +15,7 @@ import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { SchedulesService } from '../application/schedules.service';
-import { RunResponse } from '../run.response';
+import { RunWithStepsResponse } from '../run.response';
 import {
   CreateScheduleRequest,
   OccurrenceListResponse,
@@ -142,17 +142,17 @@ export class SchedulesController {
   @Roles('admin', 'member')
   @HttpCode(202)
   @ApiOperation({ summary: "Run now with the schedule's input, paused or not" })
-  @ApiAcceptedResponse({ type: RunResponse })
+  @ApiAcceptedResponse({ type: RunWithStepsResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'SCHEDULE_NOT_FOUND')
   async trigger(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) workflowId: string,
     @Param('sid', UuidParam) id: string,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<RunResponse> {
+  ): Promise<RunWithStepsResponse> {
     const run = await this.schedules.trigger(caller, workflowId, id);
     res.location(`/api/workflows/${workflowId}/runs/${run.id}`);
-    return RunResponse.of(run);
+    return RunWithStepsResponse.of(run);
   }
 
   @Get(':sid/occurrences')

@@ -41,7 +41,10 @@ const MAPPING = {
 const DEDUPE = {
   enum: DEDUPE_SOURCES,
   description:
-    'What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks), Idempotency-Key (default otherwise), a header of your choice, or none',
+    'What makes a repeated delivery the same: the webhook-id header (default for standard-webhooks); the signature header, an ' +
+    'HMAC of the exact body (hmac-sha256 only, its default: a captured delivery sent again is the same run, whatever ' +
+    'Idempotency-Key it carries, and so is the same body sent twice on purpose); Idempotency-Key (default for bearer); ' +
+    'a header of your choice; or none',
 };
 const DEDUPE_HEADER = {
   maxLength: TRIGGER_LIMITS.headerNameLength,
@@ -139,7 +142,9 @@ export class CreateTriggerRequest extends UpdateTriggerRequest {
 
   @ApiPropertyOptional({
     description:
-      'The sender’s own secret (standard-webhooks: whsec_…; hmac-sha256: 16 to 256 characters); unset, one is generated. Not for bearer.',
+      'The sender’s own secret (standard-webhooks: whsec_… of at least 24 bytes with at least 16 different byte values; ' +
+      'hmac-sha256: 16 to 256 printable characters, not one repeated, at least 8 different ones (a quarter of the length ' +
+      'when shorter than 32)); unset, one is generated. Not for bearer.',
   })
   @Optional()
   @IsString()

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Allow, IsIn, IsISO8601 } from 'class-validator';
+import { Allow, IsIn, IsISO8601, Matches } from 'class-validator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { RUN_STATUSES, RunStatus } from '../domain/run';
@@ -7,6 +7,7 @@ import { RunResponse } from '../run.response';
 import { Workflow } from '../domain/workflow';
 import { WorkflowVersion } from '../domain/workflow.repository';
 import { Optional } from '../../../shared/http/optional.decorator';
+import { UUID } from '../../../shared/http/uuid-param.pipe';
 
 class RetryBody {
   @ApiProperty({ minimum: 1, maximum: 10 }) maxAttempts!: number;
@@ -54,6 +55,14 @@ export class RunHistoryQuery extends PageQuery {
   @Optional()
   @IsISO8601({ strict: true })
   since?: string;
+}
+
+/** `GET /api/runs`: a workflow's history query, across workflows. */
+export class RunListQuery extends RunHistoryQuery {
+  @ApiPropertyOptional({ format: 'uuid', description: "Only this workflow's runs (one of another organization finds none)" })
+  @Optional()
+  @Matches(UUID, { message: '$property must be a UUID' })
+  workflowId?: string;
 }
 
 export class WorkflowResponse {

@@ -29,7 +29,7 @@ import {
   WorkflowVersionPageResponse,
   WorkflowVersionResponse,
 } from './workflow.dto';
-import { RunResponse } from '../run.response';
+import { RunResponse, RunWithStepsResponse } from '../run.response';
 
 @ApiTags('workflows')
 @ApiBearerAuth()
@@ -125,8 +125,8 @@ export class WorkflowsController {
     summary: 'Run: recorded and queued durably, then 200 with the finished run, or 202 with a Location if it is not done within `wait`',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same run' })
-  @ApiOkResponse({ type: RunResponse })
-  @ApiAcceptedResponse({ type: RunResponse })
+  @ApiOkResponse({ type: RunWithStepsResponse })
+  @ApiAcceptedResponse({ type: RunWithStepsResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
   async run(
     @CurrentPrincipal() caller: Principal,
@@ -135,7 +135,7 @@ export class WorkflowsController {
     @Body() body: ExecuteRequestBody,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<RunResponse> {
+  ): Promise<RunWithStepsResponse> {
     const run = await this.runs.run(caller.organizationId, {
       workflowId: id,
       input: body.input,
@@ -144,7 +144,7 @@ export class WorkflowsController {
       triggeredBy: triggerOf(caller),
     });
     if (!isRunFinished(run)) res.status(202).location(`/api/workflows/${id}/runs/${run.id}`);
-    return RunResponse.of(run);
+    return RunWithStepsResponse.of(run);
   }
 
   @Get(':id/runs')
@@ -169,14 +169,14 @@ export class WorkflowsController {
   @RequiresScope('workflows:read')
   @AnyRole()
   @ApiOperation({ summary: 'One run with its steps' })
-  @ApiOkResponse({ type: RunResponse })
+  @ApiOkResponse({ type: RunWithStepsResponse })
   @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')
   async getRun(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,
     @Param('runId', UuidParam) runId: string,
-  ): Promise<RunResponse> {
-    return RunResponse.of(await this.runs.get(caller, id, runId));
+  ): Promise<RunWithStepsResponse> {
+    return RunWithStepsResponse.of(await this.runs.get(caller, id, runId));
   }
 
   @Post(':id/runs/:runId/cancel')
@@ -184,13 +184,13 @@ export class WorkflowsController {
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({ summary: 'Cancel a queued or running run; running steps are aborted' })
-  @ApiOkResponse({ type: RunResponse })
+  @ApiOkResponse({ type: RunWithStepsResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'RUN_NOT_FOUND', 'NOT_CANCELABLE')
   async cancel(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,
     @Param('runId', UuidParam) runId: string,
-  ): Promise<RunResponse> {
-    return RunResponse.of(await this.runs.cancel(caller, id, runId));
+  ): Promise<RunWithStepsResponse> {
+    return RunWithStepsResponse.of(await this.runs.cancel(caller, id, runId));
   }
 }

@@ -8,7 +8,7 @@ import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
-import { depthExceeds, MAX_JSON_DEPTH, nulCharacterAt } from '../../../shared/http/request-body';
+import { assertStorableText, depthExceeds, MAX_JSON_DEPTH } from '../../../shared/http/request-body';
 import { Metrics } from '../../../shared/metrics/metrics';
 import { clientKey, RateLimits } from '../../throttling/rate-limits';
 import { isRunFinished, Run } from '../domain/run';
@@ -54,10 +54,11 @@ export function triggerNotFound(): DomainError {
 /**
  * The public side of inbound webhook triggers: `POST /api/hooks/:id` is limited per sender
  * address, routed by a database lookup (so any instance answers for every trigger, and a
- * restart loses nothing), limited per trigger and by the organization's tier budget; only then
- * is the body read, authenticated on its raw bytes, mapped in the expression sandbox, and
- * recorded with its run in one transaction before it is answered (a repeated delivery is
- * found there, by its dedupe key, and answered with the earlier run).
+ * restart loses nothing), its body read and authenticated on its raw bytes; only an
+ * authenticated request counts against the trigger's limit and the organization's tier budget,
+ * is mapped in the expression sandbox, and recorded with its run in one transaction before it
+ * is answered (a repeated delivery is found there, by its dedupe key, and answered with the
+ * earlier run).
  */
 @Injectable()
 export class Hooks {
@@ -84,7 +85,12 @@ export class Hooks {
     });
   }
 
-  /** Handles one request; `rateLimitHeaders` gets the organization's budget headers once the trigger is known. */
+  /**
+   * Handles one request. Until the request proves who sent it, only its source address is
+   * counted: a stranger's requests (a wrong signature, a guessed id) spend neither the
+   * trigger's budget nor the organization's, and a refusal says nothing of the organization's
+   * limits. `rateLimitHeaders` gets the organization's budget headers once it is authenticated.
+   */
   async receive(triggerId: string, request: HookRequest, rateLimitHeaders: (headers: Record<string, string>) => void): Promise<HookAnswer> {
     const limited = this.config.rateLimitEnabled;
     const { perSourcePerMinute, perTriggerPerMinute } = this.config.triggers;
@@ -95,6 +101,9 @@ export class Hooks {
     const live = isUUID(triggerId) ? await this.triggers.findLive(triggerId) : null;
     if (!live) throw triggerNotFound();
     const { trigger, currentVersion } = live;
+    const rawBody = await request.readBody();
+    const problem = trigger.authenticate({ headers: request.headers, rawBody });
+    if (problem) throw new DomainError('UNAUTHORIZED', problem);
     if (limited) {
       const message = `The trigger accepts ${perTriggerPerMinute} requests per minute`;
       await this.limits.count('hook', `hook:trigger:${trigger.id}`, perTriggerPerMinute, MINUTE, message);
@@ -102,9 +111,6 @@ export class Hooks {
       rateLimitHeaders(headers);
       if (refused) throw refused;
     }
-    const rawBody = await request.readBody();
-    const problem = trigger.authenticate({ headers: request.headers, rawBody });
-    if (problem) throw new DomainError('UNAUTHORIZED', problem);
     const stored = { headers: storedHeaders(request.headers), query: request.query, body: parseBody(request.headers, rawBody) };
     // A repeated delivery is told by the event's insert (its dedupe key is unique per trigger).
     const meta = { source: request.source, dedupeKey: trigger.dedupeKey(request.headers), replayOf: null };
@@ -168,7 +174,8 @@ export class Hooks {
   private async map(trigger: Trigger, request: StoredRequest): Promise<unknown> {
     if (!trigger.mapping) return request.body;
     try {
-      return await this.sandbox.evaluate(trigger.mapping, request, { maxOutputBytes: this.config.http.bodyLimitBytes });
+      const options = { organizationId: trigger.organizationId, maxOutputBytes: this.config.http.bodyLimitBytes };
+      return await this.sandbox.evaluate(trigger.mapping, request, options);
     } catch (error) {
       if (!(error instanceof ExpressionFailure)) throw error;
       throw new DomainError('VALIDATION_FAILED', `The trigger's mapping failed: ${error.message}`, [
@@ -211,6 +218,7 @@ function parseBody(headers: Record<string, string>, rawBody: Buffer): unknown {
   }
   if (depthExceeds(body, MAX_JSON_DEPTH))
     throw new DomainError('VALIDATION_FAILED', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (nulCharacterAt(body) !== null) throw new DomainError('VALIDATION_FAILED', 'The body holds a NUL character (\\u0000)');
+  // Text PostgreSQL cannot store (a NUL, a lone surrogate) is refused here, naming where it is.
+  assertStorableText(body, 'The body', 'the body');
   return body;
 }

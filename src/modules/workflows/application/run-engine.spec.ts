@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { AppConfig } from '../../../config/app-config';
 import { RunResult } from '../../../queue/durable-jobs';
 import { ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { Page } from '../../../shared/pagination/cursor';
 import { AgentSteps } from '../../agents/application/agent-steps';
 import { CapabilityRunner } from '../../plugins/application/capability-runner';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -12,115 +12,11 @@ import { Capability, ExecuteRequest, ExecutionError, ExecutionErrorCode } from '
 import { WorkflowDefinition } from '../domain/definition';
 import { Run, StepRun } from '../domain/run';
 import { Workflow } from '../domain/workflow';
-import { RunRepository, StepWrite, UnfinishedRun, WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
+import { InMemoryRunRepository, InMemoryWorkflowRepository } from '../domain/workflow.repository.fake';
 import { RunEngine } from './run-engine';
 import { RunJobs } from './run-jobs';
 
 const ORG = 'org-1';
-
-function unused(): never {
-  throw new Error('not used by the run engine');
-}
-
-/** Records every step write; a write applies unless its run was canceled, or throws when told to. */
-class InMemoryRunRepository extends RunRepository {
-  readonly writes: StepWrite[] = [];
-  readonly canceledRuns = new Set<string>();
-  /** The database went away for the writes this matches. */
-  failWrite: ((write: StepWrite) => boolean) | null = null;
-
-  /** What the engine wrote for one step, in order. */
-  stepWrites(stepId: string): StepWrite[] {
-    return this.writes.filter((w) => w.stepId === stepId);
-  }
-
-  async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
-    if (writes.some((w) => this.failWrite?.(w))) throw new Error('Connection terminated unexpectedly');
-    this.writes.push(...writes);
-    return writes.map((w) => !this.canceledRuns.has(w.runId));
-  }
-
-  async insert(): Promise<void> {
-    unused();
-  }
-  async find(): Promise<Run | null> {
-    unused();
-  }
-  async findById(): Promise<Run | null> {
-    unused();
-  }
-  async history(): Promise<Page<Run>> {
-    unused();
-  }
-  async start(): Promise<Run[]> {
-    unused();
-  }
-  async finish(): Promise<Array<Run | null>> {
-    unused();
-  }
-  async cancel(): Promise<Run | null> {
-    unused();
-  }
-  async unfinished(): Promise<UnfinishedRun[]> {
-    unused();
-  }
-  async moveToJob(): Promise<boolean> {
-    unused();
-  }
-  async abandon(): Promise<Run | null> {
-    unused();
-  }
-}
-
-/** Answers the versions it was given. */
-class InMemoryWorkflowRepository extends WorkflowRepository {
-  private readonly versions_ = new Map<string, WorkflowVersion>();
-
-  add(definition: WorkflowDefinition): { workflowId: string; version: number } {
-    const workflowId = randomUUID();
-    this.versions_.set(`${workflowId}:3`, {
-      id: randomUUID(),
-      workflowId,
-      version: 3,
-      definition,
-      createdBy: 'user-1',
-      createdAt: new Date(),
-    });
-    return { workflowId, version: 3 };
-  }
-
-  async version(workflowId: string, version: number): Promise<WorkflowVersion | null> {
-    return this.versions_.get(`${workflowId}:${version}`) ?? null;
-  }
-
-  async find(): Promise<Workflow | null> {
-    unused();
-  }
-  async existed(): Promise<boolean> {
-    unused();
-  }
-  async list(): Promise<Page<Workflow>> {
-    unused();
-  }
-  async insert(): Promise<void> {
-    unused();
-  }
-  async addVersion(): Promise<void> {
-    unused();
-  }
-  async versions(): Promise<Page<WorkflowVersion>> {
-    unused();
-  }
-  async delete(): Promise<boolean> {
-    unused();
-  }
-  async namesUsingAgent(): Promise<string[]> {
-    unused();
-  }
-  async namesUsingPlugin(): Promise<string[]> {
-    unused();
-  }
-}
 
 /** What one attempt of a step does. */
 type Behaviour = (request: ExecuteRequest) => unknown;
@@ -178,7 +74,10 @@ describe('RunEngine', () => {
   let engine: RunEngine;
 
   beforeAll(() => {
-    expressions = new ExpressionSandbox({ expressions: { threads: 1, heapMb: 64, timeLimitMs: 1000, inline: true } } as AppConfig);
+    expressions = new ExpressionSandbox(
+      { expressions: { threads: 1, heapMb: 64, timeLimitMs: 1000, inline: true }, shareOverrides: {} } as unknown as AppConfig,
+      new OrganizationShares({ shareOverrides: {} } as unknown as AppConfig),
+    );
   });
   afterAll(() => expressions.onModuleDestroy());
 
@@ -209,13 +108,23 @@ describe('RunEngine', () => {
     definition: WorkflowDefinition,
     changes: { timeoutMs?: number; startedAt?: Date; steps?: Array<Partial<StepRun>> } = {},
   ): Run {
-    const { workflowId, version } = workflows.add(definition);
     const now = new Date();
+    const workflow = workflows.add(
+      Workflow.rehydrate({
+        id: randomUUID(),
+        organizationId: ORG,
+        definition,
+        version: 3,
+        createdBy: 'user-1',
+        createdAt: now,
+        updatedAt: now,
+      }),
+    );
     return {
       id: randomUUID(),
       organizationId: ORG,
-      workflowId,
-      workflowVersion: version,
+      workflowId: workflow.id,
+      workflowVersion: workflow.version,
       status: 'running',
       input: { n: 1, go: false },
       output: null,

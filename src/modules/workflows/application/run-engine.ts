@@ -152,13 +152,13 @@ export class RunEngine implements OnModuleInit {
     const write = (change: Omit<StepWrite, 'runId' | 'stepId'>) => this.stepWrites.add({ runId: run.id, stepId: step.id, ...change });
 
     if (step.if !== undefined) {
-      const condition = await this.evaluate(step.if, context, signal);
+      const condition = await this.evaluate(run.organizationId, step.if, context, signal);
       if ('error' in condition) return this.recordFailure(write, { code: condition.error.code, message: `if: ${condition.error.message}` });
       if (!condition.value) return (await write({ status: 'skipped' })) ? { status: 'skipped' } : { status: 'canceled' };
     }
     let input: unknown = run.input;
     if (step.input !== undefined) {
-      const evaluated = await this.evaluate(step.input, context, signal);
+      const evaluated = await this.evaluate(run.organizationId, step.input, context, signal);
       if ('error' in evaluated)
         return this.recordFailure(write, { code: evaluated.error.code, message: `input: ${evaluated.error.message}` });
       input = evaluated.value;
@@ -191,6 +191,7 @@ export class RunEngine implements OnModuleInit {
         : await this.runner.run({
             kind: 'actions',
             qualified: step.action!,
+            organizationId: run.organizationId,
             pluginConfig: await state.pluginConfigs.get(run.organizationId, step.action!),
             config: step.with ?? {},
             input,
@@ -226,7 +227,7 @@ export class RunEngine implements OnModuleInit {
     const outputs = Object.fromEntries(state.outputs);
     if (state.definition.output === undefined) return { value: outputs };
     const context = { input: state.run.input, steps: Object.fromEntries([...state.outputs].map(([id, output]) => [id, { output }])) };
-    const result = await this.evaluate(state.definition.output, context, new AbortController().signal);
+    const result = await this.evaluate(state.run.organizationId, state.definition.output, context, new AbortController().signal);
     return 'error' in result ? { error: { code: result.error.code, message: `output: ${result.error.message}` } } : result;
   }
 
@@ -235,9 +236,14 @@ export class RunEngine implements OnModuleInit {
    * same context fails the same way). A stopped run answers a failure its caller discards; a
    * sandbox that cannot evaluate at all throws, and the run's job is tried again.
    */
-  private async evaluate(expression: string, context: unknown, signal: AbortSignal): Promise<{ value: unknown } | { error: Failure }> {
+  private async evaluate(
+    organizationId: string,
+    expression: string,
+    context: unknown,
+    signal: AbortSignal,
+  ): Promise<{ value: unknown } | { error: Failure }> {
     try {
-      const options = { signal, maxOutputBytes: MAX_EXPRESSION_OUTPUT_BYTES };
+      const options = { organizationId, signal, maxOutputBytes: MAX_EXPRESSION_OUTPUT_BYTES };
       return { value: await this.expressions.evaluate(expression, context, options) };
     } catch (error) {
       if (error instanceof ExpressionFailure) return { error: { code: error.code, message: error.message } };

@@ -31,6 +31,7 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       name: 'run',
       queue: 'workflow-run',
       batchSize: 8,
+      share: 'runs',
       records: runs,
       metrics: { total: 'workflow_runs_total', duration: 'workflow_run_duration_seconds', noun: 'Workflow runs', labelNames: [] },
       recordOf: (run) => run,

@@ -3,112 +3,16 @@ import { inlineTransactions } from '../../../../test/support/inline-transactions
 import { Submission, Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { CANCELED, Failure } from '../../../shared/jobs/outcome';
-import { Page } from '../../../shared/pagination/cursor';
+import { CANCELED } from '../../../shared/jobs/outcome';
 import { WorkflowDefinition } from '../domain/definition';
 import { isRunFinished, Run, RunStatus } from '../domain/run';
 import { Workflow } from '../domain/workflow';
-import { HistoryFilter, RunRepository, UnfinishedRun, WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
+import { InMemoryRunRepository, InMemoryWorkflowRepository } from '../domain/workflow.repository.fake';
 import { RunJobs } from './run-jobs';
 import { RunsService } from './runs.service';
 import { WorkflowsService } from './workflows.service';
 
 const transactions = inlineTransactions();
-
-function unused(): never {
-  throw new Error('not used by RunsService');
-}
-
-class InMemoryWorkflowRepository extends WorkflowRepository {
-  readonly workflows: Workflow[] = [];
-  readonly deleted = new Set<string>();
-
-  async find(organizationId: string, id: string): Promise<Workflow | null> {
-    return this.workflows.find((w) => w.organizationId === organizationId && w.id === id && !this.deleted.has(w.id)) ?? null;
-  }
-  async existed(organizationId: string, id: string): Promise<boolean> {
-    return this.workflows.some((w) => w.organizationId === organizationId && w.id === id);
-  }
-  async delete(organizationId: string, id: string): Promise<boolean> {
-    if (!(await this.find(organizationId, id))) return false;
-    this.deleted.add(id);
-    return true;
-  }
-
-  async list(): Promise<Page<Workflow>> {
-    unused();
-  }
-  async insert(): Promise<void> {
-    unused();
-  }
-  async addVersion(): Promise<void> {
-    unused();
-  }
-  async versions(): Promise<Page<WorkflowVersion>> {
-    unused();
-  }
-  async version(): Promise<WorkflowVersion | null> {
-    unused();
-  }
-  async namesUsingAgent(): Promise<string[]> {
-    unused();
-  }
-  async namesUsingPlugin(): Promise<string[]> {
-    unused();
-  }
-}
-
-/** Keeps runs in a list; `cancel` is guarded on the run being unfinished, as the SQL one is. */
-class InMemoryRunRepository extends RunRepository {
-  readonly runs: Run[] = [];
-  readonly cancels: Array<{ id: string; error: Failure }> = [];
-
-  async insert(run: Run): Promise<void> {
-    this.runs.push(run);
-  }
-  async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
-    return this.runs.find((r) => r.organizationId === organizationId && r.workflowId === workflowId && r.id === id) ?? null;
-  }
-  async findById(id: string): Promise<Run | null> {
-    return this.runs.find((r) => r.id === id) ?? null;
-  }
-  async history(organizationId: string, workflowId: string, _page: unknown, filter: HistoryFilter): Promise<Page<Run>> {
-    const data = this.runs
-      .filter((r) => r.organizationId === organizationId && r.workflowId === workflowId && (!filter.status || r.status === filter.status))
-      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
-      .map((r) => ({ ...r, steps: [] }));
-    return { data, nextCursor: null };
-  }
-  async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
-    this.cancels.push({ id, error });
-    const run = await this.find(organizationId, workflowId, id);
-    if (!run || isRunFinished(run)) return null;
-    Object.assign(run, { status: 'canceled', error, finishedAt: new Date() });
-    run.steps = run.steps.map((s) =>
-      s.status === 'running' ? { ...s, status: 'canceled' } : s.status === 'pending' ? { ...s, status: 'skipped' } : s,
-    );
-    return { ...run };
-  }
-
-  async start(): Promise<Run[]> {
-    unused();
-  }
-  async writeSteps(): Promise<boolean[]> {
-    unused();
-  }
-  async finish(): Promise<Array<Run | null>> {
-    unused();
-  }
-  async unfinished(): Promise<UnfinishedRun[]> {
-    unused();
-  }
-  async moveToJob(): Promise<boolean> {
-    unused();
-  }
-  async abandon(): Promise<Run | null> {
-    unused();
-  }
-}
 
 /** Records what the service hands the durable-job core; enqueue inserts the record, settle answers it as it is. */
 class RecordingRunJobs {
@@ -199,8 +103,7 @@ describe('RunsService', () => {
       createdAt: now,
       updatedAt: now,
     });
-    workflowRows.workflows.push(created);
-    return created;
+    return workflowRows.add(created);
   }
 
   /** A run of `of` as a worker left it. */

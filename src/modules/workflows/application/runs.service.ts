@@ -56,9 +56,15 @@ export class RunsService {
     return run;
   }
 
-  async history(caller: Principal, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+  /** One workflow's runs; WORKFLOW_NOT_FOUND unless it ever existed in the caller's organization. */
+  async history(caller: Principal, workflowId: string, page: PageRequest, filter: Omit<HistoryFilter, 'workflowId'>): Promise<Page<Run>> {
     if (!(await this.workflowRows.existed(caller.organizationId, workflowId))) throw workflowNotFound();
-    return this.runs.history(caller.organizationId, workflowId, page, filter);
+    return this.runs.history(caller.organizationId, page, { ...filter, workflowId });
+  }
+
+  /** The caller's organization's runs across workflows (`filter.workflowId` narrows to one; an unknown one finds none). */
+  async list(caller: Principal, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    return this.runs.history(caller.organizationId, page, filter);
   }
 
   /** Queued or running -> canceled; running steps are aborted through their signal and never recorded as done. */

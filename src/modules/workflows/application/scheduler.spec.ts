@@ -13,8 +13,8 @@ import { RunRequest, RunsService } from './runs.service';
 import { Scheduler } from './scheduler';
 
 /**
- * Schedules in memory; a claim takes the earliest due one (the SQL's ORDER BY next_fire_at) that
- * no other claim holds, and holds it until it is written back or deleted (SKIP LOCKED, with the
+ * Schedules in memory; a claim takes the organization's earliest due one (the SQL's ORDER BY
+ * next_fire_at) that no other claim holds, and holds it until it is written back or deleted (SKIP LOCKED, with the
  * lock ending where the scheduler's transaction does).
  */
 class InMemorySchedules extends ScheduleRepository {
@@ -36,21 +36,27 @@ class InMemorySchedules extends ScheduleRepository {
     return { data: [...this.rows.values()], nextCursor: null };
   }
   async countForCreate() {
-    return this.rows.size;
+    return { workflow: this.rows.size, organization: this.rows.size };
   }
   async delete(_o: string, _w: string, id: string) {
     this.held.delete(id);
     return this.rows.delete(id);
   }
   async deleteOfWorkflow() {}
-  async claimDue(now: Date) {
-    const due = [...this.rows.values()]
-      .map((s) => s.toProps())
-      .filter((p) => p.enabled && p.nextFireAt && p.nextFireAt <= now && !this.held.has(p.id))
+  async dueOrganizations(now: Date, limit: number) {
+    const due = this.due(now).map((p) => p.organizationId);
+    return [...new Set(due)].slice(0, limit);
+  }
+  async claimDue(now: Date, organizationId: string) {
+    const due = this.due(now)
+      .filter((p) => p.organizationId === organizationId && !this.held.has(p.id))
       .sort((a, b) => a.nextFireAt!.getTime() - b.nextFireAt!.getTime());
     if (!due.length) return null;
     this.held.add(due[0].id);
     return Schedule.rehydrate(due[0]);
+  }
+  private due(now: Date) {
+    return [...this.rows.values()].map((s) => s.toProps()).filter((p) => p.enabled && p.nextFireAt && p.nextFireAt <= now);
   }
   async record(s: Schedule, occurrences: Occurrence[]) {
     this.recorded.push(...occurrences.map((o) => ({ ...o, scheduleId: s.id })));
@@ -145,6 +151,22 @@ describe('Scheduler', () => {
     expect(runs.started.map((r) => r.workflowId).sort()).toEqual(due.map((s) => s.workflowId).sort());
     expect(schedules.recorded.map((o) => o.outcome)).toEqual(Array(30).fill('started'));
     for (const s of due) expect(schedules.rows.get(s.id)!.toProps().nextFireAt).toEqual(new Date('2027-01-01T00:02:00Z'));
+  });
+
+  it('lets organizations take turns: one with many schedules due does not fire before all of another', async () => {
+    await Promise.all(Array.from({ length: 40 }, (_, i) => add(`busy${i}`, { organizationId: 'busy' })));
+    await add('quiet', { organizationId: 'quiet' });
+    await scheduler.tick(at('2027-01-01T00:01:01Z'));
+    expect(runs.started).toHaveLength(41);
+    // Four claimers take an organization each in turn: the quiet one's is among the first claims.
+    expect(runs.started.findIndex((r) => r.workflowId === 'quiet')).toBeLessThan(4);
+  });
+
+  it('waits for the next tick when the due schedules cannot be read (the database is away), without throwing', async () => {
+    await add('w1');
+    schedules.dueOrganizations = () => Promise.reject(new Error('Connection terminated unexpectedly'));
+    await expect(scheduler.tick(at('2027-01-01T00:01:01Z'))).resolves.toBeUndefined();
+    expect(runs.started).toEqual([]);
   });
 
   it("skips an occurrence while the schedule's previous run is still going, and says so with an event", async () => {

@@ -17,6 +17,8 @@ import { RunsService } from './runs.service';
 const TICK_MS = 1000;
 /** Schedules claimed in one tick at most. */
 const CLAIMS_PER_TICK = 100;
+/** Organizations served in one tick at most (the rest are first in the next). */
+const ORGANIZATIONS_PER_TICK = 1000;
 /**
  * Claims made side by side in a tick. Each claim is a transaction on a connection of its own and
  * SKIP LOCKED keeps them apart, so a minute with many schedules due is not fired one commit after
@@ -34,7 +36,8 @@ interface Claimed {
  * FOR UPDATE SKIP LOCKED: the runs of its due occurrences are created, what happened at each is
  * recorded (with `workflow.schedule.skipped|missed` events) and the next fire time is written,
  * all in that transaction, so any number of claimers, in any number of instances, fire each
- * occurrence once.
+ * occurrence once. Organizations with schedules due take turns, one claim each, so one with
+ * hundreds due at the same minute does not make another's fire late.
  */
 @Injectable()
 export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -73,33 +76,57 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
     await this.ticking;
   }
 
-  /** Claims due schedules with CLAIMERS side by side until none is left (or the tick's share is used). */
+  /**
+   * Claims due schedules with CLAIMERS side by side until none is left (or the tick's share is
+   * used), the organizations with schedules due taking turns.
+   */
   async tick(now: () => Date = () => new Date()): Promise<void> {
-    const share = Math.ceil(CLAIMS_PER_TICK / CLAIMERS);
-    await Promise.all(Array.from({ length: CLAIMERS }, () => this.claimAll(now, share)));
+    let turns: string[];
+    try {
+      turns = await this.schedules.dueOrganizations(now(), ORGANIZATIONS_PER_TICK);
+    } catch (error) {
+      // The database is away: the next tick looks again.
+      this.logger.warn(`Due schedules not read this time: ${(error as Error).message}`);
+      return;
+    }
+    const budget = { claims: CLAIMS_PER_TICK };
+    await Promise.all(Array.from({ length: CLAIMERS }, () => this.claimInTurns(now, turns, budget)));
   }
 
-  /** Claims due schedules one after another, at most `limit`. */
-  private async claimAll(now: () => Date, limit: number): Promise<void> {
-    for (let i = 0; i < limit; i++) {
-      let holding: Schedule | null = null;
-      try {
-        const claimed = await this.txHost.withTransaction(() =>
-          this.claimOne(now(), (schedule) => {
-            holding = schedule;
-          }),
-        );
-        if (!claimed) return;
-        if (claimed.published) this.outbox.committed();
-        for (const run of claimed.runs) await this.runs.settle(run, 0);
-      } catch (error) {
-        this.logger.warn(
-          `Schedule ${(holding as Schedule | null)?.id ?? '(none claimed)'} not fired this time: ${(error as Error).message}`,
-        );
-        // A schedule whose claim keeps failing must not hold up the others: its due occurrences
-        // are recorded as failed and it waits for its next one.
-        if (!holding || !(await this.setAside(holding, now()))) return;
-      }
+  /**
+   * Claims one due schedule of the organization whose turn it is, over and over, within the
+   * tick's budget (shared by the claimers, as are the turns); an organization with none left
+   * (or none another claimer does not hold) leaves the turns.
+   */
+  private async claimInTurns(now: () => Date, turns: string[], budget: { claims: number }): Promise<void> {
+    while (turns.length && budget.claims > 0) {
+      budget.claims--;
+      const organizationId = turns.shift()!;
+      turns.push(organizationId);
+      if (await this.claimNext(now, organizationId)) continue;
+      const at = turns.indexOf(organizationId);
+      if (at >= 0) turns.splice(at, 1);
+    }
+  }
+
+  /** Claims and fires one due schedule of the organization; false when it has none (or its claims fail). */
+  private async claimNext(now: () => Date, organizationId: string): Promise<boolean> {
+    let holding: Schedule | null = null;
+    try {
+      const claimed = await this.txHost.withTransaction(() =>
+        this.claimOne(now(), organizationId, (schedule) => {
+          holding = schedule;
+        }),
+      );
+      if (!claimed) return false;
+      if (claimed.published) this.outbox.committed();
+      for (const run of claimed.runs) await this.runs.settle(run, 0);
+      return true;
+    } catch (error) {
+      this.logger.warn(`Schedule ${(holding as Schedule | null)?.id ?? '(none claimed)'} not fired this time: ${(error as Error).message}`);
+      // A schedule whose claim keeps failing must not hold up the others: its due occurrences
+      // are recorded as failed and it waits for its next one.
+      return holding !== null && (await this.setAside(holding, now()));
     }
   }
 
@@ -124,8 +151,8 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
     }
   }
 
-  private async claimOne(now: Date, claimed: (schedule: Schedule) => void): Promise<Claimed | null> {
-    const schedule = await this.schedules.claimDue(now);
+  private async claimOne(now: Date, organizationId: string, claimed: (schedule: Schedule) => void): Promise<Claimed | null> {
+    const schedule = await this.schedules.claimDue(now, organizationId);
     if (!schedule) return null;
     claimed(schedule);
     // A schedule of a deleted workflow stops at once.

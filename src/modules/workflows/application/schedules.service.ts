@@ -1,6 +1,7 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
+import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -37,6 +38,7 @@ export class SchedulesService {
     private readonly workflows: WorkflowsService,
     private readonly schedules: ScheduleRepository,
     private readonly runs: RunsService,
+    private readonly shares: OrganizationShares,
   ) {}
 
   @Transactional()
@@ -47,8 +49,13 @@ export class SchedulesService {
   ): Promise<ScheduleDetail> {
     const workflow = await this.workflows.get(caller.organizationId, workflowId);
     assertInput(workflow, fields.input ?? null);
-    if ((await this.schedules.countForCreate(workflow.id)) >= SCHEDULE_LIMITS.perWorkflow) {
+    const counts = await this.schedules.countForCreate(caller.organizationId, workflow.id);
+    if (counts.workflow >= SCHEDULE_LIMITS.perWorkflow) {
       throw new DomainError('SCHEDULE_LIMIT_REACHED', `A workflow has at most ${SCHEDULE_LIMITS.perWorkflow} schedules`);
+    }
+    const quota = await this.shares.limit(caller.organizationId, 'schedules');
+    if (counts.organization >= quota) {
+      throw new DomainError('SCHEDULE_LIMIT_REACHED', `The organization has used its ${quota} schedules (its tier's quota)`);
     }
     const schedule = Schedule.create({ organizationId: caller.organizationId, workflowId: workflow.id, ...fields });
     await this.schedules.insert(schedule);

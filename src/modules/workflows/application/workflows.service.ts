@@ -2,7 +2,7 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { expressionProblem } from '../../../shared/expressions/expression-check';
+import { expressionProblem, rootFieldsUnder } from '../../../shared/expressions/expression-check';
 import { tenantSchemaProblems } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { AgentsService, AgentUsage } from '../../agents/application/agents.service';
@@ -106,6 +106,7 @@ export class WorkflowsService implements OnModuleInit {
       actionConfigProblems: (qualified, config) =>
         this.registry.configProblems('actions', qualified, config, 'with').map((d) => ({ ...d, path: d.path.replace(/^with\.?/, '') })),
       compileProblem: (expression) => expressionProblem(expression),
+      stepsRead: (expression) => rootFieldsUnder(expression, 'steps'),
       schemaProblems: (schema, root) => tenantSchemaProblems(schema, root),
     };
   }

@@ -1,3 +1,4 @@
+import { rootFieldsUnder } from '../../../shared/expressions/expression-check';
 import { DefinitionContext, definitionProblems, findCycle } from './definition';
 import { nextSteps, StepStatus } from './run';
 
@@ -6,6 +7,7 @@ const context: DefinitionContext = {
   action: (q) => (q === 'transform.jsonata' ? 'ok' : q.startsWith('llm.') ? 'plugin-not-installed' : 'unknown'),
   actionConfigProblems: (_q, config) => (typeof config.expression === 'string' ? [] : [{ path: 'expression', message: 'is required' }]),
   compileProblem: (e) => (e.includes('(') && !e.includes(')') ? 'does not compile at position 1' : null),
+  stepsRead: (e) => rootFieldsUnder(e, 'steps'),
   schemaProblems: (s, root) => (s.type === 'nonsense' ? [{ path: root, message: `${root} is not a valid JSON Schema: unknown type` }] : []),
 };
 const action = (id: string, extra: Record<string, unknown> = {}) => ({
@@ -18,6 +20,27 @@ const action = (id: string, extra: Record<string, unknown> = {}) => ({
 describe('definitionProblems', () => {
   it('accepts a valid graph', () => {
     expect(definitionProblems({ name: 'ok', steps: [action('a'), action('b', { needs: ['a'] })], output: 'steps' }, context)).toEqual([]);
+  });
+
+  it('refuses an input or if that reads a step it does not wait for, directly or further up its needs', () => {
+    const steps = [
+      action('upper'),
+      action('middle', { needs: ['upper'], input: 'steps.upper.output' }),
+      action('last', { needs: ['middle'], input: '{"a": steps.upper.output, "b": $.steps.middle.output}' }),
+      action('eager', { input: 'steps.upper.output & "!"', if: 'steps.`last`.output.ok' }),
+      action('lost', { needs: ['upper'], input: 'steps.ghost.output', if: 'steps.lost.output' }),
+    ];
+    expect(definitionProblems({ name: 'reads', steps, output: 'steps.eager.output' }, context)).toEqual([
+      { path: 'steps[3].input', message: "step 'eager' input reads steps.upper but does not wait for it: add 'upper' to its needs" },
+      { path: 'steps[3].if', message: "step 'eager' if reads steps.last but does not wait for it: add 'last' to its needs" },
+      { path: 'steps[4].input', message: "step 'lost' input reads steps.ghost, which is not a step" },
+      { path: 'steps[4].if', message: "step 'lost' if reads its own output (steps.lost), which it does not have yet" },
+    ]);
+  });
+
+  it("does not take a field named steps under another one, or a string, for a step's output", () => {
+    const steps = [action('a'), action('b', { input: '{"x": input.steps.a, "y": "steps.a.output"}' })];
+    expect(definitionProblems({ name: 'ok', steps }, context)).toEqual([]);
   });
 
   it('reports the shape first, with indexed paths', () => {

@@ -100,6 +100,8 @@ export interface DefinitionContext {
   actionConfigProblems(qualified: string, config: JsonObject): ErrorDetail[];
   /** Null when the JSONata expression compiles; else why (with the position when known). */
   compileProblem(expression: string): string | null;
+  /** The step ids the expression reads (`steps.<id>`). */
+  stepsRead(expression: string): string[];
   /** Null when the JSON Schema compiles; else why. */
   /** Why a tenant's JSON Schema cannot be stored, with paths under `root`. */
   schemaProblems(schema: JsonObject, root: string): Array<{ path: string; message: string }>;
@@ -164,6 +166,7 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
   });
   const cycle = findCycle(def.steps);
   if (cycle) add('steps', `the steps form a cycle: ${cycle.join(' -> ')}`);
+  else problems.push(...unwaitedReads(def.steps, context));
 
   if (def.output !== undefined) {
     const problem = context.compileProblem(def.output);
@@ -172,6 +175,44 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
   if (def.inputSchema) {
     for (const p of context.schemaProblems(def.inputSchema, 'inputSchema')) add(p.path, p.message);
   }
+  return problems;
+}
+
+/**
+ * A step's `input` and `if` may read the output of a step it waits for (through `needs`, directly
+ * or further up); any other step may not have run yet when they are evaluated, and the run would
+ * go on with nothing where its output should be.
+ */
+function unwaitedReads(steps: StepDefinition[], context: DefinitionContext): ErrorDetail[] {
+  const byId = new Map(steps.map((step) => [step.id, step]));
+  const upstream = new Map<string, Set<string>>();
+  const waitsFor = (id: string): Set<string> => {
+    let found = upstream.get(id);
+    if (found) return found;
+    found = new Set();
+    upstream.set(id, found);
+    for (const need of byId.get(id)?.needs ?? []) {
+      found.add(need);
+      for (const further of waitsFor(need)) found.add(further);
+    }
+    return found;
+  };
+  const problems: ErrorDetail[] = [];
+  steps.forEach((step, i) => {
+    for (const field of ['input', 'if'] as const) {
+      const expression = step[field];
+      if (expression === undefined) continue;
+      for (const read of context.stepsRead(expression)) {
+        if (waitsFor(step.id).has(read)) continue;
+        const message = !byId.has(read)
+          ? `step '${step.id}' ${field} reads steps.${read}, which is not a step`
+          : read === step.id
+            ? `step '${step.id}' ${field} reads its own output (steps.${read}), which it does not have yet`
+            : `step '${step.id}' ${field} reads steps.${read} but does not wait for it: add '${read}' to its needs`;
+        problems.push({ path: `steps[${i}].${field}`, message });
+      }
+    }
+  });
   return problems;
 }
 

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { InboundRequest, Trigger, TriggerScheme } from './trigger';
@@ -81,6 +81,24 @@ describe('Trigger', () => {
       expect(refusal(() => create('standard-webhooks', { secret: 'whsec_c2hvcnQ=' })).code).toBe('VALIDATION_FAILED');
       expect(refusal(() => create('standard-webhooks', { secret: 'not-a-whsec' })).code).toBe('VALIDATION_FAILED');
     });
+
+    it('refuses an own key of zero bytes, of one byte repeated, or of fewer than 16 different bytes', () => {
+      const whsec = (key: Buffer) => `whsec_${key.toString('base64')}`;
+      const fifteen = Buffer.from(Array.from({ length: 32 }, (_, i) => i % 15));
+      for (const [weak, why] of [
+        [Buffer.alloc(32), /all zero/],
+        [Buffer.alloc(24, 0x41), /one byte repeated/],
+        [fifteen, /15 different byte values, fewer than 16/],
+      ] as const) {
+        expect(refusal(() => create('standard-webhooks', { secret: whsec(weak) }))).toEqual({
+          code: 'VALIDATION_FAILED',
+          message: expect.stringMatching(why),
+        });
+      }
+      const sixteen = Buffer.from(Array.from({ length: 32 }, (_, i) => i % 16));
+      expect(create('standard-webhooks', { secret: whsec(sixteen) }).currentSecret).toBe(whsec(sixteen));
+      for (let i = 0; i < 1_000; i++) expect(() => create('standard-webhooks', { secret: whsec(randomBytes(24)) })).not.toThrow();
+    });
   });
 
   describe('hmac-sha256', () => {
@@ -95,6 +113,48 @@ describe('Trigger', () => {
       const trigger = create('hmac-sha256', { signatureHeader: 'X-Signature', signatureEncoding: 'base64', signaturePrefix: '' });
       const mac = createHmac('sha256', trigger.currentSecret).update(body).digest('base64');
       expect(trigger.authenticate({ headers: { 'x-signature': mac }, rawBody: body }, now)).toBeNull();
+    });
+
+    it('refuses an own secret that is one character repeated, or has too few different ones', () => {
+      for (const weak of ['a'.repeat(32), '0'.repeat(16), 'ab'.repeat(16), '0123456'.repeat(5), 'abc'.repeat(6)]) {
+        expect({ weak, ...refusal(() => create('hmac-sha256', { secret: weak })) }).toEqual({
+          weak,
+          code: 'VALIDATION_FAILED',
+          message: expect.stringMatching(/^secret is too weak: /),
+        });
+      }
+      // The bar is a quarter of the length below 32 characters: 4 different ones in 16.
+      expect(create('hmac-sha256', { secret: 'abcd'.repeat(4) }).currentSecret).toBe('abcdabcdabcdabcd');
+      expect(create('hmac-sha256', { secret: 'correct horse battery staple' }).currentSecret).toBe('correct horse battery staple');
+    });
+
+    it('accepts random hex secrets of any length, which have 16 symbols at most (GitHub suggests SecureRandom.hex(20))', () => {
+      for (let i = 0; i < 2_000; i++) {
+        const secret = randomBytes(8 + (i % 121)).toString('hex');
+        expect(create('hmac-sha256', { secret }).currentSecret).toBe(secret);
+      }
+    });
+
+    it('dedupes on the signature header by default: the HMAC of the exact body', () => {
+      const trigger = create('hmac-sha256', { secret: 'a-github-webhook-secret' });
+      expect(trigger.toProps().dedupe).toBe('signature');
+      const signed = githubSigned('a-github-webhook-secret', body);
+      const signature = signed.headers['x-hub-signature-256'];
+      expect(trigger.dedupeKey({ ...signed.headers, 'idempotency-key': 'key-1' })).toBe(signature);
+      expect(trigger.dedupeKey({ ...signed.headers, 'idempotency-key': 'key-2' })).toBe(signature);
+      expect(trigger.dedupeKey(githubSigned('a-github-webhook-secret', Buffer.from('{}')).headers)).not.toBe(signature);
+      const own = create('hmac-sha256', { signatureHeader: 'X-Signature', signatureEncoding: 'base64', signaturePrefix: '' });
+      expect(own.dedupeKey({ 'x-signature': 'c2lnbmF0dXJl', 'x-hub-signature-256': 'sha256=00' })).toBe('c2lnbmF0dXJl');
+    });
+
+    it('keeps an explicit dedupe, and refuses "signature" on the other schemes', () => {
+      const headers = { ...githubSigned('a-github-webhook-secret', body).headers, 'idempotency-key': 'key-1' };
+      expect(create('hmac-sha256', { dedupe: 'idempotency-key' }).dedupeKey(headers)).toBe('key-1');
+      expect(create('hmac-sha256', { dedupe: 'none' }).dedupeKey(headers)).toBeNull();
+      expect(refusal(() => create('bearer', { dedupe: 'signature' })).message).toMatch(
+        /^dedupe "signature" applies to the hmac-sha256 scheme only/,
+      );
+      expect(refusal(() => create('standard-webhooks', { dedupe: 'signature' })).code).toBe('VALIDATION_FAILED');
     });
 
     it('refuses hmac settings on other schemes and a header name that is not one', () => {
@@ -134,9 +194,15 @@ describe('Trigger', () => {
   });
 
   describe('dedupeKey', () => {
-    it('reads the source the trigger names, by default webhook-id for standard-webhooks and Idempotency-Key otherwise', () => {
-      const headers = { 'webhook-id': 'msg_1', 'idempotency-key': 'key-1', 'x-github-delivery': 'gh-1' };
+    it('reads the source the trigger names, by default webhook-id for standard-webhooks, the signature for hmac-sha256, Idempotency-Key for bearer', () => {
+      const headers = {
+        'webhook-id': 'msg_1',
+        'idempotency-key': 'key-1',
+        'x-github-delivery': 'gh-1',
+        'x-hub-signature-256': 'sha256=ab',
+      };
       expect(create('standard-webhooks').dedupeKey(headers)).toBe('msg_1');
+      expect(create('hmac-sha256').dedupeKey(headers)).toBe('sha256=ab');
       expect(create('bearer').dedupeKey(headers)).toBe('key-1');
       expect(create('hmac-sha256', { dedupe: 'header', dedupeHeader: 'X-GitHub-Delivery' }).dedupeKey(headers)).toBe('gh-1');
       expect(create('bearer', { dedupe: 'none' }).dedupeKey(headers)).toBeNull();

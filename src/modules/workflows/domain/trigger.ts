@@ -7,7 +7,7 @@ export const TRIGGER_SCHEMES = ['standard-webhooks', 'hmac-sha256', 'bearer'] as
 export type TriggerScheme = (typeof TRIGGER_SCHEMES)[number];
 export const SIGNATURE_ENCODINGS = ['hex', 'base64'] as const;
 export type SignatureEncoding = (typeof SIGNATURE_ENCODINGS)[number];
-export const DEDUPE_SOURCES = ['webhook-id', 'idempotency-key', 'header', 'none'] as const;
+export const DEDUPE_SOURCES = ['webhook-id', 'idempotency-key', 'signature', 'header', 'none'] as const;
 export type DedupeSource = (typeof DEDUPE_SOURCES)[number];
 export const RESPONSE_MODES = ['async', 'sync'] as const;
 export type ResponseMode = (typeof RESPONSE_MODES)[number];
@@ -20,6 +20,10 @@ export const TRIGGER_LIMITS = {
   prefixLength: 32,
   /** An own hmac-sha256 secret's length. */
   secret: { min: 16, max: 256 },
+  /** An own standard-webhooks key (the bytes after whsec_): at least this many different byte values. */
+  keyDistinctBytes: 16,
+  /** An own hmac-sha256 secret: at least this many different characters, or a quarter of its length when fewer. */
+  secretDistinctCharacters: 8,
   waitSeconds: { min: 1, max: 60, default: 30 },
   graceSeconds: { max: 7 * 86_400, default: 86_400 },
   /** Standard Webhooks: a timestamp further than this from now is refused (replays of old deliveries). */
@@ -72,6 +76,18 @@ export interface InboundRequest {
   rawBody: Buffer;
 }
 
+/**
+ * What tells a repeated delivery by default: a signed header where the scheme has one. An
+ * hmac-sha256 request signs only its body, so its signature (an HMAC of the exact bytes) is
+ * the delivery's identity: a captured request sent again is the same run whatever
+ * Idempotency-Key it carries. Standard Webhooks signs its webhook-id.
+ */
+const DEFAULT_DEDUPE: Record<TriggerScheme, DedupeSource> = {
+  'standard-webhooks': 'webhook-id',
+  'hmac-sha256': 'signature',
+  bearer: 'idempotency-key',
+};
+
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
@@ -99,7 +115,7 @@ export class Trigger {
       signaturePrefix: scheme === 'hmac-sha256' ? 'sha256=' : null,
       secrets: [{ secret: secret ?? newSecret(scheme), expiresAt: null }],
       mapping: null,
-      dedupe: scheme === 'standard-webhooks' ? 'webhook-id' : 'idempotency-key',
+      dedupe: DEFAULT_DEDUPE[scheme],
       dedupeHeader: null,
       responseMode: 'async',
       waitSeconds: TRIGGER_LIMITS.waitSeconds.default,
@@ -179,11 +195,19 @@ export class Trigger {
     }
   }
 
-  /** The key a repeated delivery is known by, from the trigger's dedupe source; null: every request is new. */
+  /**
+   * The key a repeated delivery is known by, from the trigger's dedupe source, read from an
+   * authenticated request's headers; null: every request is new. `signature`: the hmac-sha256
+   * signature header, which `authenticate` checked against the body.
+   */
   dedupeKey(headers: Record<string, string>): string | null {
-    const header = { 'webhook-id': 'webhook-id', 'idempotency-key': 'idempotency-key', header: this.props.dedupeHeader, none: null }[
-      this.props.dedupe
-    ];
+    const header = {
+      'webhook-id': 'webhook-id',
+      'idempotency-key': 'idempotency-key',
+      signature: this.props.signatureHeader,
+      header: this.props.dedupeHeader,
+      none: null,
+    }[this.props.dedupe];
     const value = header ? headers[header.toLowerCase()] : undefined;
     return value ? value.slice(0, TRIGGER_LIMITS.dedupeKeyLength) : null;
   }
@@ -245,12 +269,37 @@ function assertOwnSecret(scheme: TriggerScheme, secret: string): void {
     if (!key || Buffer.from(key[1], 'base64').length < 24) {
       throw invalid('secret', 'must be whsec_ followed by the base64 of at least 24 bytes');
     }
+    const weakness = keyWeakness(Buffer.from(key[1], 'base64'));
+    if (weakness) throw invalid('secret', `is too weak: ${weakness}; use random bytes (the standardwebhooks libraries make one)`);
     return;
   }
   const { min, max } = TRIGGER_LIMITS.secret;
   if (secret.length < min || secret.length > max || !PRINTABLE.test(secret)) {
     throw invalid('secret', `must be ${min} to ${max} printable ASCII characters`);
   }
+  const weakness = textWeakness(secret);
+  if (weakness) throw invalid('secret', `is too weak: ${weakness}; use a random one (e.g. openssl rand -hex 32)`);
+}
+
+/** Why a standard-webhooks key of 24 or more bytes is no secret; 24 random bytes have about 23 different values. */
+function keyWeakness(key: Buffer): string | null {
+  const distinct = new Set(key).size;
+  if (key.every((byte) => byte === 0)) return 'its bytes are all zero';
+  if (distinct === 1) return 'it is one byte repeated';
+  const least = TRIGGER_LIMITS.keyDistinctBytes;
+  return distinct < least ? `it has ${distinct} different byte values, fewer than ${least}` : null;
+}
+
+/**
+ * Why an hmac-sha256 secret (printable text, as GitHub takes it) is no secret. The bar for
+ * different characters is lower than for key bytes: a random hex secret has 16 symbols at
+ * most, and one of 40 (GitHub's `SecureRandom.hex(20)`) usually misses one or two.
+ */
+function textWeakness(secret: string): string | null {
+  const distinct = new Set(secret).size;
+  if (distinct === 1) return 'it is one character repeated';
+  const least = Math.min(TRIGGER_LIMITS.secretDistinctCharacters, Math.ceil(secret.length / 4));
+  return distinct < least ? `it has ${distinct} different characters, fewer than ${least}` : null;
 }
 
 function assertSettings(next: TriggerProps, given: TriggerSettings): void {
@@ -263,6 +312,9 @@ function assertSettings(next: TriggerProps, given: TriggerSettings): void {
     if ((next.signaturePrefix ?? '').length > TRIGGER_LIMITS.prefixLength) {
       throw invalid('signaturePrefix', `must be at most ${TRIGGER_LIMITS.prefixLength} characters`);
     }
+  }
+  if (next.dedupe === 'signature' && next.scheme !== 'hmac-sha256') {
+    throw invalid('dedupe', '"signature" applies to the hmac-sha256 scheme only (standard-webhooks dedupes on its signed webhook-id)');
   }
   if (next.dedupe === 'header' && (!next.dedupeHeader || !HEADER_NAME.test(next.dedupeHeader))) {
     throw invalid('dedupeHeader', 'must name an HTTP header when dedupe is "header"');

@@ -46,6 +46,7 @@ export interface StepWrite {
 /** An unfinished run as the reconciler sees it. */
 export interface UnfinishedRun {
   id: string;
+  organizationId: string;
   jobId: string | null;
   attempts: number;
   timeoutMs: number;
@@ -54,6 +55,8 @@ export interface UnfinishedRun {
 export interface HistoryFilter {
   status?: RunStatus;
   since?: Date;
+  /** One workflow's runs; unset: every workflow's of the organization. */
+  workflowId?: string;
 }
 
 /**
@@ -66,8 +69,8 @@ export abstract class RunRepository {
   abstract insert(run: Run): Promise<void>;
   abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
   abstract findById(id: string): Promise<Run | null>;
-  /** Newest first, without steps. */
-  abstract history(organizationId: string, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;
+  /** The organization's runs (one workflow's with `filter.workflowId`), newest first, without steps. */
+  abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;
   /** Takes up unfinished runs (`running`, attempts + 1); finished or gone ones are left out. */
   abstract start(ids: string[]): Promise<Run[]>;
   /** Applies step changes; answers, per write, whether it applied. */

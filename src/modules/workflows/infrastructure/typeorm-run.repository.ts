@@ -5,7 +5,7 @@ import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { HistoryFilter, RunRepository, StepWrite } from '../domain/workflow.repository';
+import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun } from '../domain/workflow.repository';
 
 interface RawRun {
   id: string;
@@ -85,8 +85,9 @@ export class TypeOrmRunRepository extends RunRepository {
     return row ? (await this.withSteps([row]))[0] : null;
   }
 
-  async history(organizationId: string, workflowId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
-    const { tail, params } = keysetSql({ organization_id: organizationId, workflow_id: workflowId }, filter, page);
+  async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    const scope = { organization_id: organizationId, ...(filter.workflowId ? { workflow_id: filter.workflowId } : {}) };
+    const { tail, params } = keysetSql(scope, filter, page);
     const rows = await this.query<RawRun>(`SELECT * FROM workflow_runs ${tail}`, params);
     return toPage(
       rows.map((r) => toRun(r, [])),
@@ -188,17 +189,20 @@ export class TypeOrmRunRepository extends RunRepository {
     return row ? this.findById(row.id) : null;
   }
 
-  async unfinished(
-    olderThanMs: number,
-    limit: number,
-  ): Promise<Array<{ id: string; jobId: string | null; attempts: number; timeoutMs: number }>> {
-    const rows = await this.query<{ id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
-      `SELECT id, job_id, attempts, timeout_ms FROM workflow_runs
+  async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]> {
+    const rows = await this.query<{ id: string; organization_id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
+      `SELECT id, organization_id, job_id, attempts, timeout_ms FROM workflow_runs
        WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
        ORDER BY created_at LIMIT $2`,
       [olderThanMs, limit],
     );
-    return rows.map((r) => ({ id: r.id, jobId: r.job_id, attempts: r.attempts, timeoutMs: r.timeout_ms }));
+    return rows.map((r) => ({
+      id: r.id,
+      organizationId: r.organization_id,
+      jobId: r.job_id,
+      attempts: r.attempts,
+      timeoutMs: r.timeout_ms,
+    }));
   }
 
   async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {

@@ -42,9 +42,14 @@ export class TypeOrmScheduleRepository extends ScheduleRepository {
     return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => Schedule.rehydrate(row));
   }
 
-  async countForCreate(workflowId: string): Promise<number> {
-    await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtext('workflow-schedules:' || $1))`, [workflowId]);
-    return this.rows.countBy({ workflowId });
+  async countForCreate(organizationId: string, workflowId: string): Promise<{ workflow: number; organization: number }> {
+    await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtext('organization-schedules:' || $1))`, [organizationId]);
+    const [counts] = await this.txHost.tx.query<Array<{ workflow: string; organization: string }>>(
+      `SELECT count(*) FILTER (WHERE workflow_id = $2) AS workflow, count(*) AS organization
+         FROM workflow_schedules WHERE organization_id = $1`,
+      [organizationId, workflowId],
+    );
+    return { workflow: Number(counts.workflow), organization: Number(counts.organization) };
   }
 
   async delete(organizationId: string, workflowId: string, id: string): Promise<boolean> {
@@ -55,10 +60,18 @@ export class TypeOrmScheduleRepository extends ScheduleRepository {
     await this.rows.delete({ organizationId, workflowId });
   }
 
-  async claimDue(now: Date): Promise<Schedule | null> {
+  async dueOrganizations(now: Date, limit: number): Promise<string[]> {
+    const rows = await this.txHost.tx.query<Array<{ organization_id: string }>>(
+      `SELECT DISTINCT organization_id FROM workflow_schedules WHERE enabled AND next_fire_at <= $1 LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map((r) => r.organization_id);
+  }
+
+  async claimDue(now: Date, organizationId: string): Promise<Schedule | null> {
     const row = await this.rows
       .createQueryBuilder('s')
-      .where('s.enabled AND s.nextFireAt <= :now', { now })
+      .where('s.organizationId = :organizationId AND s.enabled AND s.nextFireAt <= :now', { organizationId, now })
       .orderBy('s.nextFireAt')
       .limit(1)
       .setLock('pessimistic_write')

@@ -32,6 +32,8 @@ export class WorkflowVersionRow {
 @Entity('workflow_runs')
 // Run history: newest first per workflow, keyset on (created_at, id).
 @Index('workflow_runs_workflow_created_idx', ['workflowId', 'createdAt', 'id'])
+// GET /api/runs: the organization's runs across workflows.
+@Index('workflow_runs_org_created_idx', ['organizationId', 'createdAt', 'id'])
 @Index('workflow_runs_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
 export class RunRow {
   @PrimaryColumn('uuid') id!: string;
@@ -123,7 +125,7 @@ export class WorkflowTriggerRow {
   @Column('varchar', { name: 'signature_prefix', length: 32, nullable: true }) signaturePrefix!: string | null;
   @Column('text', { name: 'sealed_secrets' }) sealedSecrets!: string;
   @Column('text', { nullable: true }) mapping!: string | null;
-  @Column('varchar', { length: 16 }) dedupe!: 'webhook-id' | 'idempotency-key' | 'header' | 'none';
+  @Column('varchar', { length: 16 }) dedupe!: 'webhook-id' | 'idempotency-key' | 'signature' | 'header' | 'none';
   @Column('varchar', { name: 'dedupe_header', length: 100, nullable: true }) dedupeHeader!: string | null;
   @Column('varchar', { name: 'response_mode', length: 8 }) responseMode!: 'async' | 'sync';
   @Column('integer', { name: 'wait_seconds' }) waitSeconds!: number;

@@ -27,11 +27,15 @@ describe('transform.jsonata', () => {
     const { jsonata } = createTransformPlugin(evaluator).agentKinds;
     const signal = new AbortController().signal;
     const output = await jsonata.execute(
-      makeExecuteRequest({ config: { expression: '$sum(x)' }, input: { x: [5, 6] }, signal, timeoutMs: 700 }),
+      makeExecuteRequest({ organizationId: 'org-1', config: { expression: '$sum(x)' }, input: { x: [5, 6] }, signal, timeoutMs: 700 }),
     );
     expect(output).toEqual({ total: 11 });
     expect(calls).toEqual([
-      { expression: '$sum(x)', input: { x: [5, 6] }, options: { signal, timeoutMs: 700, maxOutputBytes: MAX_OUTPUT_BYTES } },
+      {
+        expression: '$sum(x)',
+        input: { x: [5, 6] },
+        options: { organizationId: 'org-1', signal, timeoutMs: 700, maxOutputBytes: MAX_OUTPUT_BYTES },
+      },
     ]);
   });
 

@@ -28,10 +28,10 @@ const jsonataManifest: CapabilityManifest = {
 
 function jsonataCapability(expressions: ExpressionEvaluator): Capability {
   return {
-    async execute({ config, input, signal, timeoutMs }) {
+    async execute({ organizationId, config, input, signal, timeoutMs }) {
       const { expression } = config as unknown as JsonataConfig;
       try {
-        return await expressions.evaluate(expression, input, { signal, timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
+        return await expressions.evaluate(expression, input, { organizationId, signal, timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
       } catch (error) {
         if (error instanceof ExpressionFailure) throw new ExecutionError(error.code, error.message);
         throw error;

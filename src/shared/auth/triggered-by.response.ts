@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /** What started an execution or a run. */
-export class TriggerResponse {
+export class TriggeredByResponse {
   @ApiProperty({ enum: ['user', 'api_key', 'schedule', 'webhook', 'workflow_run'] }) type!: string;
   @ApiProperty({ format: 'uuid', description: 'The user, the API key, the schedule, the webhook trigger or the workflow run' }) id!: string;
   @ApiPropertyOptional({ format: 'uuid', description: 'The service account that holds the key (type api_key)' })

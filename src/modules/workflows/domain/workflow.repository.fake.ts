@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { Failure } from '../../../shared/jobs/outcome';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { isRunFinished, Run } from './run';
+import { Workflow, WorkflowProps } from './workflow';
+import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun, WorkflowRepository, WorkflowVersion } from './workflow.repository';
+
+/** For a method no unit spec has needed yet: the spec that does fakes it here. */
+function notFaked(method: string): never {
+  throw new Error(`${method} is not faked yet`);
+}
+
+/**
+ * Workflows and their versions in memory, for unit specs. Like the Postgres adapter it keeps
+ * copies, not the caller's objects; lists come newest first, in one page; `delete` only marks
+ * a workflow deleted (`existed` still sees it). `namesUsingAgent` and `namesUsingPlugin` are
+ * not faked yet.
+ */
+export class InMemoryWorkflowRepository extends WorkflowRepository {
+  private readonly rows = new Map<string, WorkflowProps>();
+  private readonly deleted = new Set<string>();
+  /** By `<workflowId>:<version>`. */
+  private readonly versionRows = new Map<string, WorkflowVersion>();
+
+  /** Test setup: stores the workflow and its current version as they are. */
+  add(workflow: Workflow): Workflow {
+    const props = workflow.toProps();
+    this.rows.set(props.id, props);
+    this.addVersionOf(props, props.createdBy);
+    return workflow;
+  }
+
+  async find(organizationId: string, id: string): Promise<Workflow | null> {
+    const props = this.rows.get(id);
+    return props && props.organizationId === organizationId && !this.deleted.has(id) ? Workflow.rehydrate(props) : null;
+  }
+
+  async existed(organizationId: string, id: string): Promise<boolean> {
+    return this.rows.get(id)?.organizationId === organizationId;
+  }
+
+  async list(organizationId: string, page: PageRequest): Promise<Page<Workflow>> {
+    const live = [...this.rows.values()]
+      .filter((p) => p.organizationId === organizationId && !this.deleted.has(p.id))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+    return { data: live.slice(0, page.limit).map((p) => Workflow.rehydrate(p)), nextCursor: null };
+  }
+
+  async insert(workflow: Workflow): Promise<void> {
+    if (this.rows.has(workflow.id)) throw new Error(`duplicate workflow ${workflow.id}`);
+    this.add(workflow);
+  }
+
+  async addVersion(workflow: Workflow, createdBy: string): Promise<void> {
+    const props = workflow.toProps();
+    if (!this.rows.has(props.id)) return;
+    this.rows.set(props.id, props);
+    this.addVersionOf(props, createdBy);
+  }
+
+  async versions(organizationId: string, id: string, page: PageRequest): Promise<Page<WorkflowVersion>> {
+    if (!(await this.existed(organizationId, id))) return { data: [], nextCursor: null };
+    const newestFirst = [...this.versionRows.values()].filter((v) => v.workflowId === id).reverse();
+    return { data: newestFirst.slice(0, page.limit), nextCursor: null };
+  }
+
+  async version(workflowId: string, version: number): Promise<WorkflowVersion | null> {
+    return this.versionRows.get(`${workflowId}:${version}`) ?? null;
+  }
+
+  async delete(organizationId: string, id: string): Promise<boolean> {
+    if (!(await this.find(organizationId, id))) return false;
+    this.deleted.add(id);
+    return true;
+  }
+
+  async namesUsingAgent(): Promise<string[]> {
+    notFaked('namesUsingAgent');
+  }
+
+  async namesUsingPlugin(): Promise<string[]> {
+    notFaked('namesUsingPlugin');
+  }
+
+  private addVersionOf(props: WorkflowProps, createdBy: string): void {
+    const { id: workflowId, version, definition } = props;
+    this.versionRows.set(`${workflowId}:${version}`, {
+      id: randomUUID(),
+      workflowId,
+      version,
+      definition,
+      createdBy,
+      createdAt: new Date(),
+    });
+  }
+}
+
+/**
+ * Runs in memory, for unit specs. It keeps the runs it is given, not copies, so a spec can
+ * compare what it answers with `toBe`. `cancel` is guarded on the run being unfinished, as the
+ * SQL one is. Step writes are recorded, not applied to the stored runs: a write applies unless
+ * its run was canceled. The worker's other methods (`start`, `finish`, `unfinished`,
+ * `moveToJob`, `abandon`) are not faked yet.
+ */
+export class InMemoryRunRepository extends RunRepository {
+  readonly runs: Run[] = [];
+  /** Every `cancel` asked, whether or not it canceled the run. */
+  readonly cancels: Array<{ id: string; error: Failure }> = [];
+  /** Every step write, in order, whether or not it applied. */
+  readonly writes: StepWrite[] = [];
+  /** Runs whose step writes no longer apply: those `cancel` canceled, and those a spec adds (a cancel recorded elsewhere). */
+  readonly canceledRuns = new Set<string>();
+  /** The database went away for the writes this matches: `writeSteps` throws. */
+  failWrite: ((write: StepWrite) => boolean) | null = null;
+
+  /** What was written for one step, in order. */
+  stepWrites(stepId: string): StepWrite[] {
+    return this.writes.filter((w) => w.stepId === stepId);
+  }
+
+  async insert(run: Run): Promise<void> {
+    this.runs.push(run);
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    return this.runs.find((r) => r.organizationId === organizationId && r.workflowId === workflowId && r.id === id) ?? null;
+  }
+
+  async findById(id: string): Promise<Run | null> {
+    return this.runs.find((r) => r.id === id) ?? null;
+  }
+
+  async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    const data = this.runs
+      .filter((r) => r.organizationId === organizationId && (!filter.workflowId || r.workflowId === filter.workflowId))
+      .filter((r) => (!filter.status || r.status === filter.status) && (!filter.since || r.createdAt >= filter.since))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
+      .slice(0, page.limit)
+      .map((r) => ({ ...r, steps: [] }));
+    return { data, nextCursor: null };
+  }
+
+  async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
+    if (writes.some((w) => this.failWrite?.(w))) throw new Error('Connection terminated unexpectedly');
+    this.writes.push(...writes);
+    return writes.map((w) => !this.canceledRuns.has(w.runId));
+  }
+
+  async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
+    this.cancels.push({ id, error });
+    const run = await this.find(organizationId, workflowId, id);
+    if (!run || isRunFinished(run)) return null;
+    Object.assign(run, { status: 'canceled', error, finishedAt: new Date() });
+    run.steps = run.steps.map((s) =>
+      s.status === 'running' ? { ...s, status: 'canceled' } : s.status === 'pending' ? { ...s, status: 'skipped' } : s,
+    );
+    this.canceledRuns.add(id);
+    return { ...run };
+  }
+
+  async start(): Promise<Run[]> {
+    notFaked('start');
+  }
+
+  async finish(): Promise<Array<Run | null>> {
+    notFaked('finish');
+  }
+
+  async unfinished(): Promise<UnfinishedRun[]> {
+    notFaked('unfinished');
+  }
+
+  async moveToJob(): Promise<boolean> {
+    notFaked('moveToJob');
+  }
+
+  async abandon(): Promise<Run | null> {
+    notFaked('abandon');
+  }
+}

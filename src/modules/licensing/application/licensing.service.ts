@@ -4,6 +4,7 @@ import { AppConfig } from '../../../config/app-config';
 import { ConfigError } from '../../../config/environment';
 import { Signals } from '../../../queue/signals';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { SharedReads } from '../../../shared/caching/shared-reads';
 import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
 import { InstalledLicense, LicenseClaims, LicenseState } from '../domain/license';
 import { LicenseRepository, StoredLicense } from '../domain/license.repository';
@@ -33,7 +34,7 @@ interface Loaded {
 @Injectable()
 export class LicensingService {
   private readonly logger = new Logger('Licensing');
-  private cached: { at: number; loaded: Promise<Loaded> } | null = null;
+  private readonly cached = new SharedReads<'installation', Loaded>(CACHE_MS, () => this.read());
   private readonly installedListeners: InstalledListener[] = [];
   /** When the trial ends, as last read (TRIAL=true): the SSRF guard asks synchronously. */
   private trialEndsAt: number | null = null;
@@ -47,7 +48,7 @@ export class LicensingService {
     private readonly trials: TrialRepository,
     outbound: OutboundPolicy,
   ) {
-    this.signals.on(LICENSE_CHANGED, () => (this.cached = null));
+    this.signals.on(LICENSE_CHANGED, () => this.cached.clear());
     outbound.allowInternalWhile(() => this.trialEndsAt !== null && Date.now() < this.trialEndsAt);
   }
 
@@ -120,12 +121,7 @@ export class LicensingService {
   }
 
   private load(): Promise<Loaded> {
-    if (!this.cached || Date.now() - this.cached.at > CACHE_MS) {
-      const loaded = this.read();
-      loaded.catch(() => (this.cached = null));
-      this.cached = { at: Date.now(), loaded };
-    }
-    return this.cached.loaded;
+    return this.cached.get('installation');
   }
 
   private async read(): Promise<Loaded> {
@@ -163,7 +159,7 @@ export class LicensingService {
   }
 
   private changed(): void {
-    this.cached = null;
+    this.cached.clear();
     this.signals.publish(LICENSE_CHANGED, 'installation');
   }
 }

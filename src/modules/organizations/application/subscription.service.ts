@@ -3,6 +3,7 @@ import { Signals } from '../../../queue/signals';
 import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
+import { SharedReads } from '../../../shared/caching/shared-reads';
 import { LICENSE_CHANGED, LicensingService } from '../../licensing/application/licensing.service';
 import { LicenseKeySource, LicenseStatus } from '../../licensing/domain/license';
 import {
@@ -56,7 +57,7 @@ export interface Seats {
 /** What an organization's tier and the installation's license give it: limits, features, seats. */
 @Injectable()
 export class SubscriptionService {
-  private readonly limits = new Map<string, { at: number; limit: Promise<RateLimit> }>();
+  private readonly limits = new SharedReads<string, RateLimit>(CACHE_MS, (organizationId) => this.resolve(organizationId));
 
   constructor(
     private readonly organizations: OrganizationsService,
@@ -65,7 +66,7 @@ export class SubscriptionService {
     signals: Signals,
     shares: OrganizationShares,
   ) {
-    signals.on(ORGANIZATION_CHANGED, (id) => this.limits.delete(id));
+    signals.on(ORGANIZATION_CHANGED, (id) => this.limits.forget(id));
     signals.on(LICENSE_CHANGED, () => this.limits.clear());
     // The shared machinery (queue, sandbox) shares itself by the tier in force, as cached here.
     shares.use({
@@ -81,12 +82,7 @@ export class SubscriptionService {
 
   /** The organization's rate limit, cached for a few seconds (tier changes apply within the window). */
   rateLimit(organizationId: string): Promise<RateLimit> {
-    const cached = this.limits.get(organizationId);
-    if (cached && Date.now() - cached.at < CACHE_MS) return cached.limit;
-    const limit = this.resolve(organizationId);
-    limit.catch(() => this.limits.delete(organizationId));
-    this.limits.set(organizationId, { at: Date.now(), limit });
-    return limit;
+    return this.limits.get(organizationId);
   }
 
   /**

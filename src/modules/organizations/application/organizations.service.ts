@@ -5,7 +5,7 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { User } from '../../users/domain/user';
-import { UsersService } from '../../users/application/users.service';
+import { PreparedUser, UsersService } from '../../users/application/users.service';
 import { LicensingService } from '../../licensing/application/licensing.service';
 import { Tier, tierRank } from '../../licensing/domain/tiers';
 import { Organization } from '../domain/organization';
@@ -49,14 +49,17 @@ export class OrganizationsService implements OnModuleInit {
     });
   }
 
-  /** An organization and its first admin, together or not at all. */
-  @Transactional()
+  /** An organization and its first admin, together or not at all (the admin's password hashed before). */
   async create(input: NewOrganization): Promise<{ organization: Organization; admin: User }> {
+    return this.insert(input, await this.users.prepare({ ...input.admin, role: 'admin' }));
+  }
+
+  @Transactional()
+  private async insert(input: NewOrganization, admin: PreparedUser): Promise<{ organization: Organization; admin: User }> {
     await this.assertLicensed(input.tier);
     const organization = Organization.create({ slug: input.slug, name: input.name, tier: input.tier });
     await this.organizations.insert(organization);
-    const admin = await this.users.create(organization.id, { ...input.admin, role: 'admin' });
-    return { organization, admin };
+    return { organization, admin: await this.users.createPrepared(organization.id, admin) };
   }
 
   /** Operators rename an organization or assign its tier, up to the licensed tier. */

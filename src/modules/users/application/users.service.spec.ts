@@ -9,7 +9,7 @@ import { UsersService } from './users.service';
 
 const transactions = inlineTransactions();
 
-function setup(limits: Record<string, Partial<SeatLimits>> = {}) {
+function setup(limits: Record<string, Partial<SeatLimits>> = {}, hasher = new FakePasswordHasher()) {
   const repository = new InMemoryUserRepository({ inTransaction: () => transactions.isTransactionActive() });
   const licensing = {
     seatLimits: async (organizationId: string): Promise<SeatLimits> => ({
@@ -19,7 +19,7 @@ function setup(limits: Record<string, Partial<SeatLimits>> = {}) {
     }),
   } as LicensingService;
   const signals = { publish: () => undefined } as unknown as Signals;
-  const service = new UsersService(repository, new FakePasswordHasher(), licensing, signals);
+  const service = new UsersService(repository, hasher, licensing, signals);
   let n = 0;
   const add = (organizationId: string, extra: { isOperator?: boolean } = {}) =>
     service.create(organizationId, { email: `u${++n}@${organizationId}.test`, password: 'x'.repeat(12), role: 'member', ...extra });
@@ -49,6 +49,20 @@ describe('UsersService seats', () => {
     const user = await add('org-a');
     expect(user).toMatchObject({ organizationId: 'org-a', passwordHash: 'hashed:xxxxxxxxxxxx' });
     expect(repository.calls).toEqual(['lock in transaction', 'count organization', 'count', 'insert']);
+  });
+
+  it('hashes the password before the transaction: the seat lock, which every creation waits for, is not held for a hash', async () => {
+    const hashedWhile: string[] = [];
+    const hasher = new FakePasswordHasher();
+    const hash = hasher.hash.bind(hasher);
+    hasher.hash = (password) => {
+      hashedWhile.push(transactions.isTransactionActive() ? 'in transaction' : 'outside');
+      return hash(password);
+    };
+    const { add, repository } = setup({}, hasher);
+    await add('org-a');
+    expect(hashedWhile).toEqual(['outside']);
+    expect(repository.calls).toEqual(['lock in transaction', 'insert']);
   });
 
   it("refuses a user beyond the organization's quota, and leaves the other organizations' seats alone", async () => {

@@ -9,6 +9,9 @@ import { PasswordHasher } from '../domain/password-hasher';
 import { User } from '../domain/user';
 import { UserRepository } from '../domain/user.repository';
 
+/** A new user whose password is hashed already (null: signs in through SSO only). */
+export type PreparedUser = Omit<NewUser, 'password'> & { passwordHash: string | null };
+
 export interface NewUser {
   email: string;
   /** None for users who sign in only through SSO. */
@@ -44,18 +47,31 @@ export class UsersService {
   }
 
   /**
-   * Also used by organization creation and the first-start bootstrap. SEAT_LIMIT_REACHED when
-   * the organization has used its own quota (so one organization cannot take every seat of the
-   * installation from the others), or the license's seats are all taken.
+   * Also used by the first-start bootstrap and SAML provisioning. The password is hashed first,
+   * outside the transaction: every creation in the installation waits for the seat lock, which
+   * is held for the seat checks and the insert only, not for a hash's tens of milliseconds.
+   */
+  async create(organizationId: string, input: NewUser): Promise<User> {
+    return this.createPrepared(organizationId, await this.prepare(input));
+  }
+
+  /** The user to create, its password (if any) hashed: before a transaction that creates it (organization creation). */
+  async prepare(input: NewUser): Promise<PreparedUser> {
+    const { password, ...rest } = input;
+    return { ...rest, passwordHash: password ? await this.hasher.hash(password) : null };
+  }
+
+  /**
+   * SEAT_LIMIT_REACHED when the organization has used its own quota (so one organization cannot
+   * take every seat of the installation from the others), or the license's seats are all taken.
    */
   @Transactional()
-  async create(organizationId: string, input: NewUser): Promise<User> {
+  async createPrepared(organizationId: string, input: PreparedUser): Promise<User> {
     await this.assertSeatAvailable(organizationId);
-    const passwordHash = input.password ? await this.hasher.hash(input.password) : null;
     const user = User.create({
       organizationId,
       email: input.email,
-      passwordHash,
+      passwordHash: input.passwordHash,
       role: input.role,
       isOperator: input.isOperator,
       firstName: input.firstName,
@@ -90,7 +106,10 @@ export class UsersService {
    * stays open to keys with `users:write`.
    */
   async update(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
-    const user = await this.change(caller, id, patch);
+    if (patch.password !== undefined) assertSession(caller, 'set a password');
+    // Hashed before the transaction, which holds the user's row.
+    const passwordHash = patch.password ? await this.hasher.hash(patch.password) : undefined;
+    const user = await this.change(caller, id, { role: patch.role, disabled: patch.disabled, passwordHash });
     // After the commit: keys acting as the user (ended by a new password or disabling, narrowed
     // by a lower role) are read again with their next request.
     this.signals.publish(USER_CHANGED, user.id);
@@ -129,16 +148,14 @@ export class UsersService {
   }
 
   @Transactional()
-  private async change(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; password?: string }): Promise<User> {
+  private async change(caller: Principal, id: string, patch: { role?: Role; disabled?: boolean; passwordHash?: string }): Promise<User> {
     const user = await this.require(caller.organizationId, id);
     assertMayManage(caller, user);
-    if (patch.password !== undefined) assertSession(caller, 'set a password');
     if (patch.role !== undefined && patch.role !== user.role) assertSession(caller, "change a user's role");
     if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
       throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
     }
-    const passwordHash = patch.password ? await this.hasher.hash(patch.password) : undefined;
-    user.change({ role: patch.role, disabled: patch.disabled, passwordHash });
+    user.change(patch);
     await this.users.update(user);
     return user;
   }

@@ -51,7 +51,8 @@
  * default: 75 % of a worker's job slots for each, the schedules quota 5000; team: 50 %, 500).
  * Rate limits are off (RATE_LIMIT_ENABLED=false), as in the other benchmarks: they are not
  * what is measured. The sandbox has its default threads (cores + 1, unless EXPRESSION_THREADS)
- * and each organization at most one fewer. On the 2-core machine the load generator, the service processes and
+ * and each organization at most the cores less one (unless ORG_MAX_EXPRESSIONS, up to one fewer
+ * than the threads). On the 2-core machine the load generator, the service processes and
  * PostgreSQL share the cores.
  *
  * Run with `npm run bench:fairness`. Settings (environment):
@@ -410,6 +411,7 @@ async function syncPhase(license: Record<string, string>): Promise<Outcome> {
     alive();
     // The service processes inherit this environment: EXPRESSION_THREADS, or the sandbox's default.
     const threads = Number(process.env.EXPRESSION_THREADS) || Math.min(4, availableParallelism()) + 1;
+    const aShare = Math.min(threads - 1, Number(process.env.ORG_MAX_EXPRESSIONS) || Math.max(1, availableParallelism() - 1));
     return {
       resource: 'sync execute',
       bAlone,
@@ -418,7 +420,7 @@ async function syncPhase(license: Record<string, string>): Promise<Outcome> {
       aWithB,
       notes: [
         `A: ${settings.floodClients} clients POST /api/hooks/:id (bearer, async), mapping ${mapping}, each accepted hook starting a ` +
-          `3-step run in the same process; ${threads} sandbox threads, A's share at most ${threads - 1}`,
+          `3-step run in the same process; ${threads} sandbox threads, A's share at most ${Math.max(1, aShare)}`,
         `B: POST /api/agents/:id/execute?wait=30 ($uppercase), one at a time, ${settings.syncRequests} alone and ${settings.syncRequests} flooded`,
       ],
     };

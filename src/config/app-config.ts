@@ -24,8 +24,8 @@ export class AppConfig {
   readonly role: AppRole;
   /** A worker process runs up to this many batches of a queue's jobs at once. */
   readonly workerConcurrency: number;
-  /** The sandbox of tenant expressions: its threads and the heap of each. */
-  readonly expressions: { threads: number; heapMb: number; timeLimitMs: number; inline: boolean };
+  /** The sandbox of tenant expressions: its threads and the heap of each; the machine's cores. */
+  readonly expressions: { threads: number; cores: number; heapMb: number; timeLimitMs: number; inline: boolean };
   readonly database: { url?: string; dataDir: string; poolSize: number };
   /** The Redis of the rate-limit counters, when REDIS_URL is set. */
   readonly redis?: { url: string; commandTimeoutMs: number };
@@ -78,6 +78,7 @@ export class AppConfig {
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.expressions = {
       threads: env.EXPRESSION_THREADS ?? Math.min(4, availableParallelism()) + 1,
+      cores: availableParallelism(),
       heapMb: env.EXPRESSION_HEAP_MB,
       timeLimitMs: env.EXPRESSION_TIMEOUT_MS,
       inline: env.EXPRESSION_SANDBOX === 'inline',

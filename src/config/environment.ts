@@ -196,7 +196,8 @@ export class Environment {
 
   /**
    * Worker threads that evaluate tenant expressions; unset: one per core (at most 4) and one
-   * more, which no single organization may take (ORG_MAX_EXPRESSIONS is capped below the count).
+   * more. By its tier one organization holds at most the cores less one of them; never all of
+   * them (ORG_MAX_EXPRESSIONS, which may raise the former, is capped below the count).
    */
   @IsOptional()
   @IsInt()

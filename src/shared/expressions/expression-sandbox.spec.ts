@@ -14,7 +14,7 @@ function sandboxOf(expressions: AppConfig['expressions']): ExpressionSandbox {
 describe('ExpressionSandbox', () => {
   let sandbox: ExpressionSandbox;
   beforeAll(() => {
-    sandbox = sandboxOf({ threads: 2, heapMb: 128, timeLimitMs: 1000, inline: false });
+    sandbox = sandboxOf({ threads: 2, heapMb: 128, timeLimitMs: 1000, cores: 2, inline: false });
   });
   afterAll(() => sandbox.onModuleDestroy());
 
@@ -77,7 +77,7 @@ describe('ExpressionSandbox', () => {
 
   it('ends an allocation bomb as EXPRESSION_FAILED naming the memory limit; a new thread takes over and 50 evaluations succeed', async () => {
     // A time limit long enough that only the heap limit can end it, and the smallest heap.
-    const small = sandboxOf({ threads: 1, heapMb: 64, timeLimitMs: 30_000, inline: false });
+    const small = sandboxOf({ threads: 1, heapMb: 64, timeLimitMs: 30_000, cores: 2, inline: false });
     try {
       const input = { s: 'x'.repeat(3_000_000) };
       const error = await failure(
@@ -132,7 +132,7 @@ describe('ExpressionSandbox', () => {
   });
 
   it('does not count the wait for a free thread against the time limit', async () => {
-    const single = sandboxOf({ threads: 1, heapMb: 128, timeLimitMs: 1000, inline: false });
+    const single = sandboxOf({ threads: 1, heapMb: 128, timeLimitMs: 1000, cores: 2, inline: false });
     try {
       const busy = single.evaluate(
         '( $f := function($n){ $f($n + 1) }; $f(0) )',
@@ -161,5 +161,31 @@ describe('ExpressionSandbox', () => {
     // The flooding organization holds one of the two threads at a time; the other is free for b.
     expect(finished.indexOf('b')).toBeLessThanOrEqual(1);
     expect(finished).toHaveLength(7);
+  });
+
+  it('lets one organization hold no more threads than the cores less one: a core stays for the others and the service', async () => {
+    // Three threads on two cores: by its tier's share an organization holds one; the operator's override may allow two.
+    const capped = sandboxOf({ threads: 3, cores: 2, heapMb: 64, timeLimitMs: 5_000, inline: false });
+    const overridden = new ExpressionSandbox(
+      {
+        expressions: { threads: 3, cores: 2, heapMb: 64, timeLimitMs: 5_000, inline: false },
+        shareOverrides: { expressions: 2 },
+      } as unknown as AppConfig,
+      new OrganizationShares({ shareOverrides: { expressions: 2 } } as unknown as AppConfig),
+    );
+    try {
+      const slow = '( $f := function($n){ $n = 0 ? 0 : $f($n - 1) }; $count([1..60].($f(300))) )';
+      const runningWhileFlooded = async (target: ExpressionSandbox) => {
+        const flood = Array.from({ length: 3 }, () => target.evaluate(slow, {}, { organizationId: 'flooding', maxOutputBytes: 100 }));
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        const running = target.evaluating;
+        await Promise.all(flood);
+        return running;
+      };
+      expect(await runningWhileFlooded(capped)).toBe(1);
+      expect(await runningWhileFlooded(overridden)).toBe(2);
+    } finally {
+      await Promise.all([capped.onModuleDestroy(), overridden.onModuleDestroy()]);
+    }
   });
 });

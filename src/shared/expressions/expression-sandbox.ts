@@ -49,8 +49,8 @@ export interface EvaluateOptions {
  * (a thread that could not start, a full queue) rejects with a plain Error: an infrastructure
  * failure, worth another attempt.
  *
- * The threads are shared fairly: an organization holds at most its share of them (by tier,
- * ORG_MAX_EXPRESSIONS; always one fewer than there are threads), and when a thread frees, the
+ * The threads are shared fairly: an organization holds at most its share of them (by tier, of
+ * the cores less one; or ORG_MAX_EXPRESSIONS; always one fewer than there are threads), and when a thread frees, the
  * organizations with evaluations waiting take turns. One organization's flood of slow mappings
  * makes another's evaluation wait for a free thread at most, never for the flood.
  */
@@ -68,6 +68,8 @@ export class ExpressionSandbox implements OnModuleDestroy {
   private readonly knownShares = new Map<string, { share: number; at: number }>();
   /** No organization may take every thread: one stays for the others (when there are two or more). */
   private readonly maxShare: number;
+  /** What a tier's share is a share of: at most the cores less one, so a busy organization leaves a core to the rest. */
+  private readonly shareBase: number;
 
   constructor(
     config: AppConfig,
@@ -92,6 +94,10 @@ export class ExpressionSandbox implements OnModuleDestroy {
     this.threadCount = config.expressions.threads;
     this.gate = new FairGate(this.threadCount, MAX_QUEUE);
     this.maxShare = Math.max(1, this.threadCount - 1);
+    // Threads beyond the cores only share them: one organization's slow mappings on every core
+    // would slow every other organization's evaluation (and the requests and jobs of the
+    // service) as much as a wait would. ORG_MAX_EXPRESSIONS may still go up to maxShare.
+    this.shareBase = Math.max(1, Math.min(this.maxShare, config.expressions.cores - 1));
     // A thread that dies between tasks (one being stopped for its time limit may run out of
     // memory first) is reported here, not to a caller; the pool replaces it either way.
     this.pool.on('error', (error: Error) => this.logger.warn(`An expression thread ended: ${error.message}`));
@@ -99,6 +105,11 @@ export class ExpressionSandbox implements OnModuleDestroy {
 
   get threads(): number {
     return this.pool.threads.length;
+  }
+
+  /** Evaluations holding a thread now. */
+  get evaluating(): number {
+    return this.gate.inUse;
   }
 
   /** The result of `expression` over `input`, as JSON data (no result: null). */
@@ -126,7 +137,7 @@ export class ExpressionSandbox implements OnModuleDestroy {
   private shareOf(organizationId: string): number | Promise<number> {
     const known = this.knownShares.get(organizationId);
     const read = () =>
-      this.shares.limit(organizationId, 'expressions', this.threadCount).then((share) => {
+      this.shares.limit(organizationId, 'expressions', this.shareBase).then((share) => {
         if (this.knownShares.size >= MAX_QUEUE) this.knownShares.clear();
         this.knownShares.set(organizationId, { share, at: Date.now() });
         return share;

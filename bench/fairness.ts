@@ -11,7 +11,8 @@
  *      whose mapping is slow (`$count($sort([1..BENCH_FLOOD_SORT]))`, tens of ms in the
  *      expression sandbox), each starting an async run of a 3-step workflow. A's figure:
  *      accepted hooks/s alone (BENCH_FLOOD_SECONDS in all) and while B's requests run, taken in
- *      4 turns of each within the one flood.
+ *      4 turns of each within the one flood; B's turn lasts as long as A's alone (B makes at
+ *      least BENCH_SYNC_REQUESTS / 4 requests in each, more if they take less time).
  *   2. async queue wait (one APP_ROLE=api and one APP_ROLE=worker process): B's single
  *      executions (?wait=0), BENCH_QUEUE_SAMPLES of them, each one's queue wait from its row
  *      (started_at − created_at), while A has BENCH_QUEUE_FLOOD executions queued (submitted
@@ -391,9 +392,13 @@ async function syncPhase(license: Record<string, string>): Promise<Outcome> {
         const t0 = performance.now();
         await sleep(settings.floodMs / SYNC_ROUNDS, undefined, { signal: interrupted.signal });
         const t1 = performance.now();
+        // B's turn lasts as long as A's turn alone (and has at least its share of the requests):
+        // A's throughput with B is counted over a window as long as the one alone, not over the
+        // second or so that 50 quick requests take (shorter than one of A's hooks).
         const requests =
           Math.ceil(((round + 1) * settings.syncRequests) / SYNC_ROUNDS) - Math.ceil((round * settings.syncRequests) / SYNC_ROUNDS);
         bLoad.push(await runLoad(1, requests, bCall, interrupted.signal));
+        while (performance.now() - t1 < t1 - t0) bLoad.push(await runLoad(1, 10, bCall, interrupted.signal));
         alone.push([t0, t1]);
         withB.push([t1, performance.now()]);
       }
@@ -421,7 +426,7 @@ async function syncPhase(license: Record<string, string>): Promise<Outcome> {
       notes: [
         `A: ${settings.floodClients} clients POST /api/hooks/:id (bearer, async), mapping ${mapping}, each accepted hook starting a ` +
           `3-step run in the same process; ${threads} sandbox threads, A's share at most ${Math.max(1, aShare)}`,
-        `B: POST /api/agents/:id/execute?wait=30 ($uppercase), one at a time, ${settings.syncRequests} alone and ${settings.syncRequests} flooded`,
+        `B: POST /api/agents/:id/execute?wait=30 ($uppercase), one at a time, ${settings.syncRequests} alone and ${bFlooded.count} flooded (turns as long as A's alone)`,
       ],
     };
   } finally {

@@ -184,7 +184,7 @@ const NOTES: Record<string, string> = {
   EXPRESSION_SANDBOX:
     '`inline` evaluates expressions on the calling thread without the hard bounds, only so the benchmarks can compare; refused with `NODE_ENV=production`',
   WORKER_CONCURRENCY:
-    "A worker process's job slots per queue, in batches: it runs up to this many times the queue's batch at once (64 executions, 32 runs, 128 deliveries with 4)",
+    "A worker process's job slots per queue, in batches: one organization runs up to this many times the queue's batch at once (64 executions, 32 runs, 128 deliveries with 4); the worker has room beyond them for the others (docs/concepts.md, fair shares)",
 };
 
 /** Each property of the Environment class in source order, with its doc comment if any. */

@@ -259,7 +259,8 @@ describe('DurableJobKind (the durable-job core)', () => {
 
     it("caps an organization's jobs in flight at its tier's share on the queue it works", () => {
       things.work(() => Promise.resolve({ status: 'succeeded', output: null }));
-      expect(queue.definition?.groupLimits?.(16)).toEqual({ default: 8, tiers: { default: 8, team: 4 } });
+      // Room beyond the 16 of its batches so that the top share (50 %) of the whole is 16.
+      expect(queue.definition?.slots?.(16)).toEqual({ capacity: 32, limits: { default: 16, tiers: { default: 16, team: 8 } } });
     });
 
     it('answers the earlier record for a repeated Idempotency-Key, with no second job', async () => {

@@ -263,7 +263,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       name: queue,
       batchSize,
       handler: (jobs) => this.each(jobs, run),
-      groupLimits: (capacity) => this.core.shares.groupLimits(share, capacity),
+      slots: (base) => this.core.shares.workerSlots(share, base),
     });
   }
 

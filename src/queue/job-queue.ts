@@ -7,7 +7,8 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database.module';
 import { Metrics } from '../shared/metrics/metrics';
-import { type GroupLimits, QueueWorker } from './queue-worker';
+import { WorkerSlots } from '../shared/fairness/organization-shares';
+import { QueueWorker } from './queue-worker';
 
 export const QUEUE_SCHEMA = 'pgboss';
 
@@ -28,11 +29,11 @@ export interface QueueDefinition<T extends object> {
   /** Jobs fetched with one statement at most; a worker process works on WORKER_CONCURRENCY times as many at once. */
   batchSize: number;
   /**
-   * Jobs of one group (an organization) a worker process holds at once, by the group's tier,
-   * given the jobs it takes at once (WORKER_CONCURRENCY batches): a worker skips the jobs of a
-   * group at its limit, so the other groups' jobs go first.
+   * For jobs of groups (organizations): the jobs a worker process takes at once, given its
+   * WORKER_CONCURRENCY batches, and what one group holds of them at most, by the group's tier:
+   * a worker skips the jobs of a group at its limit, so the other groups' jobs go first.
    */
-  groupLimits?: (capacity: number) => GroupLimits;
+  slots?: (base: number) => WorkerSlots;
 }
 
 export interface SendOptions {
@@ -49,7 +50,7 @@ export interface SendOptions {
   heartbeatSeconds?: number;
   /** Held back this long before a worker may take it (a retry scheduled for later). */
   startAfterSeconds?: number;
-  /** The organization the job works for, and its tier (see QueueDefinition.groupLimits). */
+  /** The organization the job works for, and its tier (see QueueDefinition.slots). */
   group?: { id: string; tier: string };
   /** Workers take jobs of higher priority first (default 0). */
   priority?: number;
@@ -154,14 +155,15 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     for (const definition of this.definitions.values()) {
       await this.boss.createQueue(definition.name, { notify: false });
       if (!this.config.runsWorker) continue;
-      const capacity = this.config.workerConcurrency * definition.batchSize;
+      const base = this.config.workerConcurrency * definition.batchSize;
+      const slots = definition.slots?.(base);
       const worker = new QueueWorker(this.boss, {
         schema: QUEUE_SCHEMA,
         name: definition.name,
-        capacity,
+        capacity: slots?.capacity ?? base,
         batchSize: definition.batchSize,
         handler: definition.handler,
-        ...(definition.groupLimits ? { groupLimits: definition.groupLimits(capacity) } : {}),
+        ...(slots ? { groupLimits: slots.limits } : {}),
       });
       this.workers.set(definition.name, worker);
       worker.start();

@@ -47,7 +47,16 @@ describe('OrganizationShares', () => {
     expect(shares.priority('busy', 1, t0 + 45_000)).toBe(0);
   });
 
-  it('answers the caps of a queue by tier, as the job queue takes them', () => {
-    expect(sharesWith().groupLimits('deliveries', 128)).toEqual({ default: 52, tiers: { default: 52, low: 52, high: 96 } });
+  it("gives a worker room beyond its base so that the top tier's share is the base, and caps each tier's share of it", () => {
+    // The top share is 75 %: 128 / 0.75 = 171 slots (rounded up); an organization of it holds 129, one of the low tier 69.
+    expect(sharesWith().workerSlots('deliveries', 128)).toEqual({
+      capacity: 171,
+      limits: { default: 69, tiers: { default: 69, low: 69, high: 129 } },
+    });
+    // An operator's count: the base, and the count for every tier.
+    expect(sharesWith({ deliveries: 100 }).workerSlots('deliveries', 128)).toEqual({
+      capacity: 128,
+      limits: { default: 100, tiers: { default: 100, low: 100, high: 100 } },
+    });
   });
 });

@@ -21,6 +21,14 @@ export interface SharePolicy {
   byTier: Record<string, Shares> & { default: Shares };
 }
 
+/** A worker's slots for one queue, and what one organization may hold of them. */
+export interface WorkerSlots {
+  /** Jobs the worker works on at once. */
+  capacity: number;
+  /** Jobs one organization may hold at once, by its tier (`default` for a tier not listed). */
+  limits: { default: number; tiers: Record<string, number> };
+}
+
 /** The window of the jobs counted for priorities. */
 const WINDOW_MS = 10_000;
 /** Jobs an organization sends before its next ones go one priority lower. */
@@ -92,9 +100,19 @@ export class OrganizationShares {
     return steps === 0 ? 0 : -steps;
   }
 
-  /** A queue's cap per group in a process that takes `capacity` of its jobs at once, by tier, as the job queue takes it. */
-  groupLimits(resource: 'executions' | 'runs' | 'deliveries', capacity: number): { default: number; tiers: Record<string, number> } {
+  /**
+   * A worker's slots for a queue of `resource` jobs and each organization's cap on them, from
+   * `base` (its WORKER_CONCURRENCY batches). Room is added beyond the base so that the top
+   * tier's share of the whole is the base (72 slots for a base of 64 at 90 %): an organization
+   * of the top tier alone works as many jobs at once as a worker without shares would, and the
+   * slots beyond its share stay free for the other organizations' jobs. With the operator's
+   * count (ORG_MAX_*) the slots are the base.
+   */
+  workerSlots(resource: 'executions' | 'runs' | 'deliveries', base: number): WorkerSlots {
+    const top = Math.max(...Object.values(this.policy.byTier).map((shares) => shares[resource]));
+    const unchanged = this.config.shareOverrides[resource] !== undefined || top >= 100;
+    const capacity = unchanged ? base : Math.ceil((base * 100) / top);
     const tiers = Object.fromEntries(Object.keys(this.policy.byTier).map((tier) => [tier, this.limitFor(tier, resource, capacity)]));
-    return { default: this.limitFor('default', resource, capacity), tiers };
+    return { capacity, limits: { default: this.limitFor('default', resource, capacity), tiers } };
   }
 }

@@ -450,6 +450,10 @@ describe('agents', () => {
       await install(t, org, 'transform');
       const id = await registerAgent(t, org, { ...UPPERCASE, maxAttempts: 1 });
       const dataSource = t.app.get(DataSource);
+      const reconciler = t.app.get(JobReconciler);
+      // The reconciler looks at the whole database, which the files before this one share: what
+      // they left without a live job is settled first, so the pass below finds only this test's.
+      await reconciler.reconcile();
       const orphan = async (attempts: number) => {
         const executionId = randomUUID();
         await dataSource.query(
@@ -463,7 +467,7 @@ describe('agents', () => {
       const exhausted = await orphan(10);
       expect(await executionsWithoutLiveJob(dataSource)).toEqual(expect.arrayContaining([recoverable, exhausted]));
 
-      const result = await t.app.get(JobReconciler).reconcile();
+      const result = await reconciler.reconcile();
       expect(result).toMatchObject({ requeued: 1, failed: 1 });
       expect(await settled(t, org, id, recoverable)).toMatchObject({ status: 'succeeded', output: 'LOST', attempts: 2 });
       expect(await settled(t, org, id, exhausted)).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_LOST' } });

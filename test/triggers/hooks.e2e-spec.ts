@@ -3,8 +3,6 @@ import type { Response } from 'supertest';
 import { expectError } from '../support/envelope';
 import { bearer } from '../support/test-app';
 import {
-  api,
-  fixture,
   hmac,
   hubSignature,
   isoString,
@@ -15,6 +13,7 @@ import {
   TriggerWithSecret,
   UUID,
   whsec,
+  triggerSpec,
 } from './support';
 
 /**
@@ -25,11 +24,8 @@ import {
  * too large, and tenant isolation at the hook. The helpers the trigger specs share are in ./support.
  */
 describe('inbound webhook triggers', () => {
-  const state = fixture();
-  const a = api(() => state);
-  const t = () => state.t;
-  const org = () => state.org;
-  const other = () => state.other;
+  const a = triggerSpec();
+  const { t, org, other } = a;
   const { doubling, echo, create, created, read, list, patch, remove, events, eventRes, runsOf, hook } = a;
   const { withBearer, withStandard, withHub, accepted, settled, runOf } = a;
 

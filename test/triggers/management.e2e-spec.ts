@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { expectError } from '../support/envelope';
 import { bearer } from '../support/test-app';
-import { api, fixture, isoString, PUBLIC_URL, SW_SECRET, Trigger, TRIGGER_KEYS, TriggerWithSecret, UUID, whsec } from './support';
+import { isoString, PUBLIC_URL, SW_SECRET, Trigger, TRIGGER_KEYS, TriggerWithSecret, UUID, whsec, triggerSpec } from './support';
 
 /**
  * Inbound webhook triggers (issue 17, part 2), written from the contract: the admin routes under
@@ -11,11 +11,8 @@ import { api, fixture, isoString, PUBLIC_URL, SW_SECRET, Trigger, TRIGGER_KEYS, 
  * helpers the trigger specs share are in ./support.
  */
 describe('inbound webhook triggers', () => {
-  const state = fixture();
-  const a = api(() => state);
-  const t = () => state.t;
-  const org = () => state.org;
-  const other = () => state.other;
+  const a = triggerSpec();
+  const { t, org, other } = a;
   const { path, doubling, echo, create, created, read, list, patch, remove, rotate, eventRes, replay, runsOf } = a;
   const { withBearer, withHub, accepted } = a;
 

@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { install } from '../support/agents';
 import { expectError } from '../support/envelope';
 import { bearer } from '../support/test-app';
-import { api, fixture, MIB } from './support';
+import { MIB, triggerSpec } from './support';
 
 /**
  * Inbound webhook triggers (issue 17, part 2): the hook's rate limits. They need apps of their own
@@ -11,8 +11,7 @@ import { api, fixture, MIB } from './support';
  * ./support.
  */
 describe('inbound webhook triggers: rate limits per trigger and per organization', () => {
-  const state = fixture({ HOOK_RATE_LIMIT_PER_TRIGGER: '3' });
-  const a = api(() => state);
+  const a = triggerSpec({ HOOK_RATE_LIMIT_PER_TRIGGER: '3' });
 
   it('answers 429 RATE_LIMIT_EXCEEDED with Retry-After past HOOK_RATE_LIMIT_PER_TRIGGER; another trigger is not held back', async () => {
     const workflowId = await a.echo();
@@ -33,7 +32,7 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
   });
 
   it("counts hook requests in the organization's tier budget, with the same RateLimit headers", async () => {
-    const { t } = state;
+    const t = a.t();
     const org = await t.newOrg('enterprise');
     // The PATCH is the window's first request; with the four set-up requests, five of nine.
     const limit = await t.http().patch('/api/subscription').set(bearer(org.admin)).send({ rateLimitPerMinute: 9 });
@@ -56,7 +55,7 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
   });
 
   it("refuses a stranger's requests without spending the trigger's or the organization's budget, and without its limits' headers", async () => {
-    const { t } = state;
+    const t = a.t();
     const org = await t.newOrg('enterprise');
     const limit = await t.http().patch('/api/subscription').set(bearer(org.admin)).send({ rateLimitPerMinute: 9 });
     expect(limit.status).toBe(200);
@@ -79,8 +78,7 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
 });
 
 describe('inbound webhook triggers: rate limit per source', () => {
-  const state = fixture({ HOOK_RATE_LIMIT_PER_SOURCE: '5' });
-  const a = api(() => state);
+  const a = triggerSpec({ HOOK_RATE_LIMIT_PER_SOURCE: '5' });
 
   it('answers 429 past HOOK_RATE_LIMIT_PER_SOURCE from one address, first of all checks; the admin API is not held back', async () => {
     const workflowId = await a.echo();
@@ -116,8 +114,7 @@ describe('inbound webhook triggers: rate limit per source', () => {
 });
 
 describe('inbound webhook triggers: RATE_LIMIT_ENABLED=false', () => {
-  const state = fixture({ RATE_LIMIT_ENABLED: 'false', HOOK_RATE_LIMIT_PER_TRIGGER: '1', HOOK_RATE_LIMIT_PER_SOURCE: '1' });
-  const a = api(() => state);
+  const a = triggerSpec({ RATE_LIMIT_ENABLED: 'false', HOOK_RATE_LIMIT_PER_TRIGGER: '1', HOOK_RATE_LIMIT_PER_SOURCE: '1' });
 
   it("switches the hook's limits off too", async () => {
     const workflowId = await a.echo();

@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { expectError } from '../support/envelope';
-import { api, EVENT_KEYS, fixture, HookAnswer, isoString, LOOPBACK, SW_SECRET, TriggerEventDetail, UUID } from './support';
+import { EVENT_KEYS, HookAnswer, isoString, LOOPBACK, SW_SECRET, TriggerEventDetail, UUID, triggerSpec } from './support';
 
 /**
  * Inbound webhook triggers (issue 17, part 2), written from the contract: rotation of a trigger's
  * secret, the event log and replay. The helpers the trigger specs share are in ./support.
  */
 describe('inbound webhook triggers', () => {
-  const state = fixture();
-  const a = api(() => state);
-  const t = () => state.t;
-  const org = () => state.org;
+  const a = triggerSpec();
+  const { t, org } = a;
   const { doubling, echo, created, read, patch, rotate, events, eventRes, replay, runsOf } = a;
   const { withBearer, withStandard, withHub, accepted, settled } = a;
 

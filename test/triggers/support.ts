@@ -74,7 +74,7 @@ export const hubSignature = (secret: string, payload: string | Buffer) => `sha25
 export const whsec = (bytes = 32) => `whsec_${randomBytes(bytes).toString('base64')}`;
 
 /** Everything the organization-facing parts of a spec file share: one app, two organizations. */
-export function fixture(env: Record<string, string> = {}) {
+function fixture(env: Record<string, string> = {}) {
   const state = {} as { t: TestApp; org: TestOrg; other: TestOrg };
   beforeAll(async () => {
     state.t = await createTestApp({ env: { PUBLIC_URL, ...env } });
@@ -89,8 +89,17 @@ export function fixture(env: Record<string, string> = {}) {
   return state;
 }
 
+/**
+ * What a trigger spec's describe block sets up: the fixture, its requests, and accessors for
+ * what the fixture makes before the tests (the app, the first and the second organization).
+ */
+export function triggerSpec(env: Record<string, string> = {}) {
+  const state = fixture(env);
+  return { ...api(() => state), t: () => state.t, org: () => state.org, other: () => state.other };
+}
+
 /** Requests and fixtures over one app; `owner` defaults to the first organization. */
-export function api(get: () => { t: TestApp; org: TestOrg }) {
+function api(get: () => { t: TestApp; org: TestOrg }) {
   const t = () => get().t;
   const org = () => get().org;
 

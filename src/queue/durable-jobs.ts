@@ -273,14 +273,9 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
    * few hundred ms for as long as the job's lease lasts, so work caught by an outage resumes as
    * soon as the database is back (not once the lease ran out); a job whose record could not be
    * started or recorded within its lease is failed, so the queue runs it again. What was
-   * committed stays.
+   * committed stays. Answers a promise per job, each settling as its job ends.
    */
-  handle(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Promise<JobResult[]> {
-    return Promise.all(this.each(jobs, run));
-  }
-
-  /** The batch's jobs, each settling as it ends (`handle` waits for all of them). */
-  each(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Array<Promise<JobResult>> {
+  private each(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Array<Promise<JobResult>> {
     const { records, recordOf, recordId, labels } = this.definition;
     const starting = this.start(
       jobs.map((job) => recordId(job.data)),

@@ -50,9 +50,10 @@ export interface EvaluateOptions {
  * failure, worth another attempt.
  *
  * The threads are shared fairly: an organization holds at most its share of them (by tier, of
- * the cores less one; or ORG_MAX_EXPRESSIONS; always one fewer than there are threads), and when a thread frees, the
- * organizations with evaluations waiting take turns. One organization's flood of slow mappings
- * makes another's evaluation wait for a free thread at most, never for the flood.
+ * the cores less one; or ORG_MAX_EXPRESSIONS; always one fewer than there are threads), and
+ * when a thread frees, the organizations with evaluations waiting take turns. One
+ * organization's flood of slow mappings makes another's evaluation wait for a free thread at
+ * most, never for the flood.
  */
 @Injectable()
 export class ExpressionSandbox implements OnModuleDestroy {

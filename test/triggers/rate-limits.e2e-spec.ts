@@ -31,14 +31,19 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
     expect((await a.runsOf(workflowId)).filter((r) => r.triggeredBy.id === busy.id)).toHaveLength(3);
   });
 
-  it("counts hook requests in the organization's tier budget, with the same RateLimit headers", async () => {
+  /** A new organization with a budget of 9 requests a minute, the transform plugin and a workflow (set up through its API: in the budget). */
+  const budgeted = async () => {
     const t = a.t();
     const org = await t.newOrg('enterprise');
-    // The PATCH is the window's first request; with the four set-up requests, five of nine.
     const limit = await t.http().patch('/api/subscription').set(bearer(org.admin)).send({ rateLimitPerMinute: 9 });
     expect(limit.status).toBe(200);
     await install(t, org, 'transform');
-    const workflowId = await a.echo(org);
+    return { t, org, workflowId: await a.echo(org) };
+  };
+
+  it("counts hook requests in the organization's tier budget, with the same RateLimit headers", async () => {
+    // The PATCH is the window's first request; with the four set-up requests, five of nine.
+    const { t, org, workflowId } = await budgeted();
     // Two triggers taking turns, so neither reaches HOOK_RATE_LIMIT_PER_TRIGGER (3) first.
     const pair = [
       await a.created(workflowId, { scheme: 'bearer' }, org.admin),
@@ -55,12 +60,7 @@ describe('inbound webhook triggers: rate limits per trigger and per organization
   });
 
   it("refuses a stranger's requests without spending the trigger's or the organization's budget, and without its limits' headers", async () => {
-    const t = a.t();
-    const org = await t.newOrg('enterprise');
-    const limit = await t.http().patch('/api/subscription').set(bearer(org.admin)).send({ rateLimitPerMinute: 9 });
-    expect(limit.status).toBe(200);
-    await install(t, org, 'transform');
-    const workflowId = await a.echo(org);
+    const { t, org, workflowId } = await budgeted();
     const trigger = await a.created(workflowId, { scheme: 'bearer' }, org.admin);
     // Far past the trigger's limit (3) and the organization's budget (9 a minute).
     const forged = await Promise.all(Array.from({ length: 40 }, (_, i) => a.withBearer(trigger, { i }, {}, '', 'wrong token')));

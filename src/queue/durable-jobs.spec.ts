@@ -5,9 +5,10 @@ import { inlineTransactions } from '../../test/support/inline-transactions';
 import { DatabaseConnection } from '../database/database.module';
 import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
+import { JobRef } from '../shared/jobs/job-ref';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
-import { DurableJobKind, DurableJobs, JobRecords, RETRY, RunResult, RunSignals } from './durable-jobs';
+import { DurableJobKind, DurableJobs, JobRecords, later, RETRY, RunResult, RunSignals } from './durable-jobs';
 import { JobQueue, QueueDefinition, SendOptions } from './job-queue';
 import { DurableRecords, JobReconciler, UnfinishedRecord } from './job-reconciler';
 import { Signals } from './signals';
@@ -48,16 +49,22 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
     const row = this.rows.get(id);
     return row ? { ...row } : null;
   }
-  async start(ids: string[]): Promise<Thing[]> {
+  async start(jobs: JobRef[]): Promise<Thing[]> {
     if (this.failStart) throw new Error('connection terminated');
-    const bad = ids.find((id) => this.unstartable.has(id));
-    if (bad) throw new Error(`the secret of ${bad} cannot be opened`);
-    return ids.flatMap((id) => {
+    const bad = jobs.find(({ id }) => this.unstartable.has(id));
+    if (bad) throw new Error(`the secret of ${bad.id} cannot be opened`);
+    return jobs.flatMap(({ id, jobId }) => {
       const row = this.rows.get(id);
-      if (!row || !['queued', 'running'].includes(row.status)) return [];
-      Object.assign(row, { status: 'running', attempts: row.attempts + 1 });
+      if (!row || row.jobId !== jobId || !['queued', 'running', 'waiting'].includes(row.status)) return [];
+      Object.assign(row, { status: 'running', attempts: row.attempts + (row.status === 'waiting' ? 0 : 1) });
       return [{ ...row }];
     });
+  }
+  async wait(id: string, fromJobId: string, toJobId: string): Promise<Thing | null> {
+    const row = this.rows.get(id);
+    if (!row || row.jobId !== fromJobId || row.status !== 'running') return null;
+    Object.assign(row, { status: 'waiting', jobId: toJobId });
+    return { ...row };
   }
   async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Thing | null>> {
     this.finishCalls++;
@@ -169,6 +176,7 @@ class Things extends DurableJobKind<Thing, Thing, Unfinished> {
       jobData: (id) => ({ thingId: id }),
       recordId: (data) => (data as { thingId: string }).thingId,
       sendOptions: () => ({ leaseSeconds: 5, retryLimit: 2 }),
+      resumeOptions: () => ({ leaseSeconds: 6, retryLimit: 2 }),
       recoverable: (u) => u.attempts < 3,
       lost: { code: 'THING_LOST', message: 'Lost too often' },
       event: (thing) => ({ organizationId: 'org', type: `thing.${thing.status}`, data: { id: thing.id } }),
@@ -434,6 +442,61 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(await queue.deliver(jobFor(thing, lease.signal))).toEqual([{ id: thing.jobId, status: 'failed' }]);
       expect(leaseAborted).toBe(true);
       expect(records.rows.get(thing.id)?.status).toBe('running');
+    });
+  });
+
+  describe('later', () => {
+    it('parks the thing waiting on a new job that starts at the time asked, with its event, and lets the job end', async () => {
+      const thing = await enqueued();
+      const at = new Date(Date.now() + 60_000);
+      things.work(async () => later(at));
+      queue.sent.length = 0;
+
+      expect(await queue.deliver(jobFor(thing))).toEqual([{ id: thing.jobId, status: 'completed' }]);
+      const row = records.rows.get(thing.id)!;
+      expect(row.status).toBe('waiting');
+      expect(row.jobId).not.toBe(thing.jobId);
+      expect(queue.sent).toEqual([
+        {
+          name: 'things',
+          data: { thingId: thing.id },
+          options: { leaseSeconds: 6, retryLimit: 2, id: row.jobId, group: { id: 'org-1', tier: 'team' }, priority: 0, startAt: at },
+        },
+      ]);
+      expect(outbox.published).toEqual([
+        { event: { organizationId: 'org', type: 'thing.waiting', data: { id: thing.id } }, inTransaction: true },
+      ]);
+      expect(await metric(/things_total\{color="red",status="waiting"\} (\d+)/)).toBe(1);
+      // Not due yet: no worker is woken for it.
+      expect(queue.woken).toEqual([]);
+    });
+
+    it('resumes on the new job without counting an attempt; the old job, run again, starts nothing', async () => {
+      const thing = await enqueued();
+      let calls = 0;
+      things.work(async () => (++calls === 1 ? later(new Date(Date.now() - 1)) : { status: 'succeeded', output: 'done' }));
+      await queue.deliver(jobFor(thing));
+      // Due at once: this process's worker is woken.
+      expect(queue.woken).toEqual(['things']);
+
+      expect(await queue.deliver(jobFor(thing))).toEqual([{ id: thing.jobId, status: 'completed' }]);
+      expect(calls).toBe(1);
+      const resumed = records.rows.get(thing.id)!;
+      expect(await queue.deliver(jobFor(resumed))).toEqual([{ id: resumed.jobId, status: 'completed' }]);
+      expect(records.rows.get(thing.id)).toMatchObject({ status: 'succeeded', output: 'done', attempts: 1 });
+    });
+
+    it('parks nothing when the thing no longer runs on the job (canceled meanwhile)', async () => {
+      const thing = await enqueued();
+      things.work(async (started) => {
+        Object.assign(records.rows.get(started.id)!, { status: 'canceled', finishedAt: new Date() });
+        return later(new Date(Date.now() + 1000));
+      });
+      queue.sent.length = 0;
+      expect(await queue.deliver(jobFor(thing))).toEqual([{ id: thing.jobId, status: 'completed' }]);
+      expect(records.rows.get(thing.id)?.status).toBe('canceled');
+      expect(queue.sent).toEqual([]);
+      expect(outbox.published).toEqual([]);
     });
   });
 

@@ -9,6 +9,7 @@ import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { OrganizationShares } from '../shared/fairness/organization-shares';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { isDatabaseUnavailable } from '../shared/errors/postgres-errors';
+import { JobRef } from '../shared/jobs/job-ref';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
 import { awaitFinal } from './await-final';
@@ -43,8 +44,18 @@ export interface UnfinishedJobRecord {
 export interface JobRecords<R extends JobRecord, S, U extends UnfinishedJobRecord> {
   insert(record: R): Promise<void>;
   findById(id: string): Promise<R | null>;
-  /** Moves unfinished records to `running`, counting the attempt; finished or gone ones are left out. */
-  start(ids: string[]): Promise<S[]>;
+  /**
+   * Moves unfinished records to `running` where they are still on the job that asks (a record
+   * waiting for a later job, or moved to another, is left to that job); a lost worker's retake
+   * counts an attempt, a resume from `waiting` does not. Finished or gone ones are left out.
+   */
+  start(jobs: JobRef[]): Promise<S[]>;
+  /**
+   * For kinds whose runs answer `later`: parks a running record on `fromJobId` until `at` on the job `toJobId` (sent in the same
+   * transaction); null when it no longer runs there. `error` is what the attempt that asked
+   * for the wait failed with, where the kind shows it (a delivery's last failure).
+   */
+  wait?(id: string, fromJobId: string, toJobId: string, at: Date, error: Failure | null): Promise<R | null>;
   /** Records final outcomes of running records; null where one was no longer running (canceled meanwhile). */
   finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<R | null>>;
   /** Unfinished records older than `olderThanMs`, oldest first, that should be on a job of their own. */
@@ -75,6 +86,8 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   recordId(data: object): string;
   /** Lease and retries of the job carrying an unfinished record, when the reconciler queues it again. */
   sendOptions(unfinished: U): Omit<SendOptions, 'id'>;
+  /** For kinds whose runs answer `later`: lease and retries of the job that resumes a waiting record. */
+  resumeOptions?(waiting: R): Omit<SendOptions, 'id'>;
   /** False once lost workers have used up the record's allowance: it is failed with `lost` instead. */
   recoverable(unfinished: U): boolean;
   lost: Failure;
@@ -82,10 +95,25 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   event?(finished: R): PlatformEvent | null;
 }
 
+/**
+ * Resume the record at `at`, or sooner when something it waits for wakes it (`DurableJobKind.wake`):
+ * it becomes `waiting` and lets go of its worker; a new job, written in the same transaction,
+ * takes it up again.
+ */
+export interface Later {
+  later: { at: Date; error: Failure | null };
+}
+
+export function later(at: Date, error: Failure | null = null): Later {
+  return { later: { at, error } };
+}
+
 /** What a worker's run of one started record answers. */
 export type RunResult =
   /** Record this final outcome. */
   | Outcome
+  /** Park the record until later. */
+  | Later
   /** The attempt failed and the record waits for another: fail the job so the queue retries it with backoff. */
   | typeof RETRY
   /** Nothing to record here: a cancel was recorded already, or the lease is gone (the job then runs again). */
@@ -192,16 +220,12 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     return { record, created: true };
   }
 
-  /**
-   * Queues a job for a record already written in the current transaction (several at once,
-   * such as an outbox's), to start after `startAfterSeconds`.
-   */
-  async send(record: R, sendOptions: Omit<SendOptions, 'id'>, startAfterSeconds = 0): Promise<void> {
+  /** Queues a job for a record already written in the current transaction (one sent again by hand). */
+  async send(record: R, sendOptions: Omit<SendOptions, 'id'>): Promise<void> {
     await this.core.queue.send(this.definition.queue, this.definition.jobData(record.id), {
       ...sendOptions,
       id: record.jobId ?? randomUUID(),
       group: await this.core.shares.group(record.organizationId),
-      ...(startAfterSeconds > 0 ? { startAfterSeconds } : {}),
     });
   }
 
@@ -227,7 +251,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       finished: this.topic('finished'),
       id: submitted.record.id,
       waitSeconds,
-      isFinal: (record) => record.status !== 'queued' && record.status !== 'running',
+      isFinal: (record) => !['queued', 'running', 'waiting'].includes(record.status),
       read: () => this.definition.records.findById(submitted.record.id),
     });
   }
@@ -278,11 +302,11 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   private each(jobs: Array<Job<object>>, run: (started: S, signals: RunSignals) => Promise<RunResult>): Array<Promise<JobResult>> {
     const { records, recordOf, recordId, labels } = this.definition;
     const starting = this.start(
-      jobs.map((job) => recordId(job.data)),
+      jobs.map((job) => ({ id: recordId(job.data), jobId: job.id })),
       jobs[0].signal,
     );
     return jobs.map(async (job): Promise<JobResult> => {
-      const attempt = (await starting).get(recordId(job.data));
+      const attempt = (await starting).get(job.id);
       if (attempt instanceof Error) return retried(job, attempt);
       // Canceled, already finished, or gone: nothing to run.
       if (!attempt) return { id: job.id, status: 'completed' };
@@ -294,7 +318,8 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
         const result = await run(attempt, { cancel: cancel.signal, lease: job.signal });
         // A lost lease with nothing recorded: fail the job, so the queue hands it out again.
         if (result === RETRY || (result === null && job.signal.aborted)) return { id: job.id, status: 'failed' };
-        if (result) await untilLeaseEnds(() => this.finish(id, result, labels(attempt)), job.signal);
+        if (result && 'later' in result) await untilLeaseEnds(() => this.park(attempt, job.id, result, labels(attempt)), job.signal);
+        else if (result) await untilLeaseEnds(() => this.finish(id, result, labels(attempt)), job.signal);
         return { id: job.id, status: 'completed' };
       } catch (error) {
         this.logger.warn(`${id} interrupted: ${(error as Error).message}`);
@@ -313,30 +338,56 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
    * endpoint's secret sealed with another key, say) fails only its own job, not the other
    * organizations' in the batch.
    */
-  private async start(ids: string[], lease: AbortSignal): Promise<Map<string, S | Error>> {
+  private async start(refs: JobRef[], lease: AbortSignal): Promise<Map<string, S | Error>> {
     const { records, recordOf } = this.definition;
-    const startSome = async (some: string[]) =>
+    // Keyed by job: a record is started only for the job it is on.
+    const startSome = async (some: JobRef[]) =>
       new Map<string, S | Error>(
-        (await untilLeaseEnds(() => records.start(some), lease, isDatabaseUnavailable)).map((s) => [recordOf(s).id, s]),
+        (await untilLeaseEnds(() => records.start(some), lease, isDatabaseUnavailable)).map((s) => [recordOf(s).jobId!, s]),
       );
     try {
-      return await startSome(ids);
+      return await startSome(refs);
     } catch (error) {
-      if (ids.length === 1 || lease.aborted) {
+      if (refs.length === 1 || lease.aborted) {
         this.logger.warn(`Not started: ${(error as Error).message}`);
-        return new Map(ids.map((id) => [id, error as Error]));
+        return new Map(refs.map((ref) => [ref.jobId, error as Error]));
       }
     }
     const started = new Map<string, S | Error>();
-    for (const id of ids) {
+    for (const ref of refs) {
       try {
-        for (const [startedId, record] of await startSome([id])) started.set(startedId, record);
+        for (const [jobId, record] of await startSome([ref])) started.set(jobId, record);
       } catch (error) {
-        this.logger.warn(`Not started: ${id}: ${(error as Error).message}`);
-        started.set(id, error as Error);
+        this.logger.warn(`Not started: ${ref.id}: ${(error as Error).message}`);
+        started.set(ref.jobId, error as Error);
       }
     }
     return started;
+  }
+
+  /**
+   * A run that answered `later`: in one transaction the record becomes `waiting` on a new job
+   * that starts at the time asked (its event with it); the job that ran it then completes, so
+   * no worker holds it meanwhile.
+   */
+  private async park(attempt: S, fromJobId: string, { later: { at, error } }: Later, labels: Labels): Promise<void> {
+    const { records, queue, jobData, resumeOptions, recordOf, name } = this.definition;
+    if (!records.wait || !resumeOptions) throw new Error(`Records of kind '${name}' cannot wait`);
+    const { id, organizationId } = recordOf(attempt);
+    const toJobId = randomUUID();
+    const group = await this.core.shares.group(organizationId);
+    const [waiting] = await this.withEvents(async () => {
+      const parked = await records.wait!(id, fromJobId, toJobId, at, error);
+      if (parked) {
+        const priority = this.core.shares.priority(organizationId);
+        await this.core.queue.send(queue, jobData(id), { ...resumeOptions(parked), id: toJobId, group, priority, startAt: at });
+      }
+      return [parked];
+    }, true);
+    if (!waiting) return;
+    // A kind that shows the wait as a status of its own counts it (a delivery's retry stays `queued`).
+    if (waiting.status === 'waiting') this.metrics.reached(labels, 'waiting');
+    if (at.getTime() <= Date.now()) this.wake();
   }
 
   private async finish(id: string, outcome: Outcome, labels: Labels): Promise<void> {
@@ -366,14 +417,16 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     return abandoned !== null;
   }
 
-  /** Runs a status change and writes the events of the records it finished, in one transaction. */
-  private async withEvents(change: () => Promise<Array<R | null>>): Promise<Array<R | null>> {
+  /** Runs a status change and writes the events of the records it changed, in one transaction (`atomic`: a transaction even without events). */
+  private async withEvents(change: () => Promise<Array<R | null>>, atomic = false): Promise<Array<R | null>> {
     const { event } = this.definition;
-    if (!event) return change();
+    if (!event && !atomic) return change();
     let published = false;
     const finished = await this.core.txHost.withTransaction(async () => {
       const records = await change();
-      const events = records.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null);
+      const events = event
+        ? records.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null)
+        : [];
       if (events.length) await this.core.outbox.publish(events);
       published = events.length > 0;
       return records;
@@ -394,7 +447,11 @@ const RETRY_WRITE_MS = [100, 250, 500, 1000];
  * `write`, tried again while it fails, until it succeeds or `lease` ends (then its last error).
  * With `retryIf`, an error it does not accept is thrown at once.
  */
-async function untilLeaseEnds<T>(write: () => Promise<T>, lease: AbortSignal, retryIf: (error: unknown) => boolean = () => true): Promise<T> {
+async function untilLeaseEnds<T>(
+  write: () => Promise<T>,
+  lease: AbortSignal,
+  retryIf: (error: unknown) => boolean = () => true,
+): Promise<T> {
   for (let failures = 0; ; failures++) {
     try {
       return await write();

@@ -48,8 +48,10 @@ export interface SendOptions {
    * this long is taken as lost, whatever its lease. At least 10.
    */
   heartbeatSeconds?: number;
-  /** Held back this long before a worker may take it (a retry scheduled for later). */
+  /** Held back this long before a worker may take it (a retry scheduled for later)... */
   startAfterSeconds?: number;
+  /** ...or until this time (a record resuming after a wait). */
+  startAt?: Date;
   /** The organization the job works for, and its tier (see QueueDefinition.slots). */
   group?: { id: string; tier: string };
   /** Workers take jobs of higher priority first (default 0). */
@@ -252,7 +254,7 @@ function jobOptions(options: SendOptions) {
     expireInSeconds: options.leaseSeconds,
     retryLimit: options.retryLimit,
     ...(options.heartbeatSeconds ? { heartbeatSeconds: options.heartbeatSeconds } : {}),
-    ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
+    ...(options.startAt ? { startAfter: options.startAt } : options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
     ...(options.group ? { group: options.group } : {}),
     ...(options.priority ? { priority: options.priority } : {}),
     retryDelay: 1,

@@ -7,6 +7,7 @@ import { SchedulesController } from './api/schedules.controller';
 import { TriggersController } from './api/triggers.controller';
 import { WorkflowsController } from './api/workflows.controller';
 import { RunEngine } from './application/run-engine';
+import { STEP_KIND_PROVIDERS } from './application/steps/step-kinds';
 import { RunJobs } from './application/run-jobs';
 import { RunsService } from './application/runs.service';
 import { Scheduler } from './application/scheduler';
@@ -29,6 +30,7 @@ import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.rep
     WorkflowsService,
     RunsService,
     RunEngine,
+    ...STEP_KIND_PROVIDERS,
     RunJobs,
     SchedulesService,
     Scheduler,

@@ -116,6 +116,7 @@ function setup(limits: { maxAttempts?: number; timeoutMs?: number } = {}) {
   /** A queued execution started as its `attempt`th attempt, as the core starts it. */
   async function started(attempt = 1): Promise<StartedAttempt> {
     const id = crypto.randomUUID();
+    const jobId = crypto.randomUUID();
     await executions.insert({
       id,
       organizationId: ORG,
@@ -125,13 +126,13 @@ function setup(limits: { maxAttempts?: number; timeoutMs?: number } = {}) {
       output: null,
       error: null,
       attempts: attempt - 1,
-      jobId: crypto.randomUUID(),
+      jobId,
       triggeredBy: { type: 'user', id: 'u1' },
       createdAt: new Date(),
       startedAt: null,
       finishedAt: null,
     });
-    const [one] = await executions.start([id]);
+    const [one] = await executions.start([{ id, jobId }]);
     expect(one.execution.attempts).toBe(attempt);
     return one;
   }

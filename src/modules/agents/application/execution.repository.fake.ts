@@ -1,3 +1,4 @@
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Execution, HistoryFilter, isFinished } from '../domain/execution';
@@ -46,12 +47,12 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
     return { data, nextCursor: null };
   }
 
-  async start(ids: string[]): Promise<StartedAttempt[]> {
+  async start(jobs: JobRef[]): Promise<StartedAttempt[]> {
     const started: StartedAttempt[] = [];
-    for (const id of ids) {
+    for (const { id, jobId } of jobs) {
       const execution = this.executions.get(id);
       const agent = execution && this.agents.get(execution.agentId);
-      if (!execution || !agent || isFinished(execution)) continue;
+      if (!execution || !agent || isFinished(execution) || execution.jobId !== jobId) continue;
       execution.status = 'running';
       execution.attempts += 1;
       execution.startedAt ??= new Date();

@@ -1,4 +1,5 @@
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Execution, HistoryFilter } from './execution';
 
@@ -34,7 +35,7 @@ export abstract class ExecutionRepository {
   /** The organization's executions (one agent's with `filter.agentId`), newest first. */
   abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>>;
   /** Moves unfinished executions to `running`, counting the attempt; finished or gone ones are left out. */
-  abstract start(ids: string[]): Promise<StartedAttempt[]>;
+  abstract start(jobs: JobRef[]): Promise<StartedAttempt[]>;
   /**
    * Records final outcomes of running executions, answering each updated execution, or null
    * where it was no longer running (canceled meanwhile).

@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Execution, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
@@ -57,16 +58,16 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return toPage(rows, page.limit, (e) => e);
   }
 
-  async start(ids: string[]): Promise<StartedAttempt[]> {
+  async start(jobs: JobRef[]): Promise<StartedAttempt[]> {
     const rows = await this.returning<
       RawExecution & { kind: string; config: Record<string, unknown>; timeout_ms: number; max_attempts: number }
     >(
       `UPDATE agent_executions e
        SET status = 'running', attempts = e.attempts + 1, started_at = COALESCE(e.started_at, now())
        FROM agents a
-       WHERE e.id = ANY($1::uuid[]) AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
+       WHERE (e.id, e.job_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[])) AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
        RETURNING e.*, a.kind, a.config, a.timeout_ms, a.max_attempts`,
-      [ids],
+      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
     );
     return rows.map((row) => ({
       execution: toExecution(row),

@@ -14,9 +14,9 @@ export function deliveryJobData(messageId: string): object {
 
 /**
  * Webhook deliveries as a kind of durable job: one job per attempt of a message on
- * `webhook-delivery`. A failed attempt puts the message on a new job that starts at its next
- * retry time (the schedule is the sender's, not the queue's backoff); pg-boss's own retries
- * only cover lost workers.
+ * `webhook-delivery`. A failed attempt answers `later`: the message waits `queued` on a new job
+ * that starts at its next retry time (the schedule is the sender's, not the queue's backoff);
+ * pg-boss's own retries only cover lost workers.
  */
 @Injectable()
 export class DeliveryJobs extends DurableJobKind<WebhookMessage, StartedDelivery, UnfinishedMessage> {
@@ -38,6 +38,7 @@ export class DeliveryJobs extends DurableJobKind<WebhookMessage, StartedDelivery
       jobData: deliveryJobData,
       recordId: (data) => (data as { messageId: string }).messageId,
       sendOptions: () => DELIVERY_JOB_OPTIONS,
+      resumeOptions: () => DELIVERY_JOB_OPTIONS,
       recoverable: (u) => u.attempts < 20,
       lost: { code: 'DELIVERY_LOST', message: 'The delivery was interrupted by lost workers too often' },
     });

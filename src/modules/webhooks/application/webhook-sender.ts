@@ -4,7 +4,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
-import { RunResult, RunSignals } from '../../../queue/durable-jobs';
+import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { EventOutbox } from '../../../shared/events/event-outbox';
 import { Coalescer } from '../../../shared/batching/coalescer';
 import { Failure } from '../../../shared/jobs/outcome';
@@ -129,9 +129,7 @@ export class WebhookSender implements OnModuleInit {
     }
     const delay = nextAttemptDelay(message.attempts, attempt.retryAfterMs);
     if (delay === null) return { status: 'failed', error };
-    if (lease.aborted) return null;
-    await this.retryLater(message, delay, error);
-    return null;
+    return later(new Date(Date.now() + delay), error);
   }
 
   private async post(
@@ -180,13 +178,6 @@ export class WebhookSender implements OnModuleInit {
       if (error instanceof OutboundError) return record({ error: `${error.code}: ${error.message}` });
       throw error;
     }
-  }
-
-  @Transactional()
-  private async retryLater(message: WebhookMessage, delayMs: number, error: Failure): Promise<void> {
-    const jobId = randomUUID();
-    if (!(await this.messages.retryLater(message.id, jobId, new Date(Date.now() + delayMs), error))) return;
-    await this.deliveries.send({ ...message, jobId }, DELIVERY_JOB_OPTIONS, Math.ceil(delayMs / 1000));
   }
 
   /**

@@ -1,4 +1,5 @@
 import { KeysetPosition, Page, PageRequest } from '../../../shared/pagination/cursor';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { EndpointSubscription, WebhookEndpoint } from './endpoint';
 import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
@@ -48,14 +49,14 @@ export abstract class MessageRepository {
   abstract insert(message: WebhookMessage): Promise<void>;
   abstract findById(id: string): Promise<WebhookMessage | null>;
   abstract find(organizationId: string, endpointId: string, id: string): Promise<WebhookMessage | null>;
-  abstract start(ids: string[]): Promise<StartedDelivery[]>;
+  abstract start(jobs: JobRef[]): Promise<StartedDelivery[]>;
   /** `canceled` outcomes are recorded as `skipped`. */
   abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<WebhookMessage | null>>;
   abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedMessage[]>;
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   abstract abandon(id: string, jobId: string | null, error: Failure): Promise<WebhookMessage | null>;
-  /** Back to `queued` on a new job that starts at `at`, with the last error; false when it is no longer running. */
-  abstract retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean>;
+  /** Back to `queued` on the job `toJobId` that starts at `at`, with the last error; null when it no longer runs on `fromJobId`. */
+  abstract wait(id: string, fromJobId: string, toJobId: string, at: Date, error: Failure | null): Promise<WebhookMessage | null>;
   /** The endpoint's messages waiting for a later retry are due now; answers the jobs that carry them. */
   abstract retryNow(endpointId: string): Promise<string[]>;
   /** A final message queued again (redeliver, recover) on a new job; null when it is still pending. */

@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { KeysetPosition, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { DeliveryAttempt, MessageStatus, WebhookMessage } from '../domain/message';
@@ -88,11 +89,11 @@ export class TypeOrmMessageRepository extends MessageRepository {
   }
 
   /** Starts the messages with their endpoints (only those, not every endpoint of their organizations). */
-  async start(ids: string[]): Promise<StartedDelivery[]> {
+  async start(jobs: JobRef[]): Promise<StartedDelivery[]> {
     const rows = await this.query<RawMessage>(
       `UPDATE webhook_messages SET status = 'running', attempts = attempts + 1
-       WHERE id = ANY($1::text[]) AND ${UNFINISHED} RETURNING ${COLUMNS}`,
-      [ids],
+       WHERE (id, job_id) IN (SELECT * FROM unnest($1::text[], $2::uuid[])) AND ${UNFINISHED} RETURNING ${COLUMNS}`,
+      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
     );
     if (!rows.length) return [];
     const messages = rows.map(toMessage);
@@ -152,13 +153,14 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return row ? toMessage(row) : null;
   }
 
-  async retryLater(id: string, toJobId: string, at: Date, error: Failure): Promise<boolean> {
-    const rows = await this.query(
-      `UPDATE webhook_messages SET status = 'queued', job_id = $2, next_attempt_at = $3, error = $4
-       WHERE id = $1 AND status = 'running' RETURNING id`,
-      [id, toJobId, at, JSON.stringify(error)],
+  /** A retry waits `queued` with its time in `next_attempt_at` (the delivery log shows both). */
+  async wait(id: string, fromJobId: string, toJobId: string, at: Date, error: Failure | null): Promise<WebhookMessage | null> {
+    const [row] = await this.query<RawMessage>(
+      `UPDATE webhook_messages SET status = 'queued', job_id = $3, next_attempt_at = $4, error = $5
+       WHERE id = $1 AND job_id = $2 AND status = 'running' RETURNING ${COLUMNS}`,
+      [id, fromJobId, toJobId, at, JSON.stringify(error)],
     );
-    return rows.length > 0;
+    return row ? toMessage(row) : null;
   }
 
   async requeue(id: string, toJobId: string): Promise<WebhookMessage | null> {

@@ -15,6 +15,11 @@ import { Workflow } from '../domain/workflow';
 import { InMemoryRunRepository, InMemoryWorkflowRepository } from '../domain/workflow.repository.fake';
 import { RunEngine } from './run-engine';
 import { RunJobs } from './run-jobs';
+import { ActionStep } from './steps/action.step';
+import { AgentStep } from './steps/agent.step';
+import { SleepStep } from './steps/sleep.step';
+import { StepKinds } from './steps/step-kinds';
+import { SwitchStep } from './steps/switch.step';
 
 const ORG = 'org-1';
 
@@ -100,7 +105,9 @@ describe('RunEngine', () => {
       },
     } as unknown as PluginsService;
     // RunJobs is only used by onModuleInit, AgentSteps only by agent steps: these runs have neither.
-    engine = new RunEngine({} as RunJobs, runs, workflows, {} as AgentSteps, new CapabilityRunner(registry, plugins), expressions);
+    const runner = new CapabilityRunner(registry, plugins);
+    const kinds = new StepKinds(new AgentStep({} as AgentSteps), new ActionStep(runner), new SleepStep(), new SwitchStep());
+    engine = new RunEngine({} as RunJobs, runs, workflows, kinds, runner, expressions);
   });
 
   /** A run a worker just started, of a new workflow with this definition. */
@@ -144,6 +151,8 @@ describe('RunEngine', () => {
         output: null,
         error: null,
         executionId: null,
+        resumeAt: null,
+        reason: null,
         startedAt: null,
         finishedAt: null,
         ...changes.steps?.find((c) => c.id === s.id),
@@ -157,6 +166,39 @@ describe('RunEngine', () => {
 
   function execute(run: Run, controllers = signals()): Promise<RunResult> {
     return engine.execute(run, { cancel: controllers.cancel.signal, lease: controllers.lease.signal });
+  }
+
+  /** The run as a new worker reads it: its steps with every write applied (as the SQL applies them). */
+  function committed(run: Run): Run {
+    const steps = run.steps.map((step) => {
+      let s = { ...step };
+      for (const w of runs.stepWrites(step.id).filter((w) => w.runId === run.id)) {
+        s = {
+          ...s,
+          status: w.status,
+          attempts: w.attempts ?? s.attempts,
+          input: w.input !== undefined ? w.input : s.input,
+          output: w.status === 'succeeded' ? w.output : null,
+          error: w.error ?? null,
+          executionId: w.executionId ?? s.executionId,
+          resumeAt: w.resumeAt ?? null,
+          reason: w.reason ?? null,
+        };
+      }
+      return s;
+    });
+    return { ...run, steps };
+  }
+
+  /** Runs it, and resumes it with what it committed each time it answers `later` (after its time), until it ends. */
+  async function executeThroughWaits(run: Run): Promise<{ result: RunResult; waits: Date[] }> {
+    const waits: Date[] = [];
+    for (;;) {
+      const result = await execute(committed(run));
+      if (!result || !('later' in result)) return { result, waits };
+      waits.push(result.later.at);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, result.later.at.getTime() - Date.now())));
+    }
   }
 
   /** A step's writes as status and attempt count, in order. */
@@ -267,20 +309,26 @@ describe('RunEngine', () => {
 
   it('retries a retryable failure with backoff and records every attempt', async () => {
     capability.script('a', fail('UPSTREAM_ERROR'), fail('UPSTREAM_ERROR'), () => ({ ok: true }));
-    const run = startedRun({ name: 'retry', steps: [{ id: 'a', action: 'test.step', retry: { maxAttempts: 3, backoffMs: 1 } }] });
+    const run = startedRun({ name: 'retry', steps: [{ id: 'a', action: 'test.step', retry: { maxAttempts: 3, backoffMs: 20 } }] });
 
-    await expect(execute(run)).resolves.toEqual({ status: 'succeeded', output: { a: { ok: true } } });
-    expect(statuses('a')).toEqual(['running#1', 'running#2', 'running#3', 'succeeded']);
+    const { result, waits } = await executeThroughWaits(run);
+
+    expect(result).toEqual({ status: 'succeeded', output: { a: { ok: true } } });
+    // Between attempts the step waits (exponential: 20, then 40 ms) and the run lets go of its worker.
+    expect(statuses('a')).toEqual(['running#1', 'waiting#1', 'running#2', 'waiting#2', 'running#3', 'succeeded']);
+    expect(runs.stepWrites('a')[1]).toMatchObject({ error: { code: 'UPSTREAM_ERROR' }, resumeAt: waits[0] });
+    expect(waits).toHaveLength(2);
     expect(capability.callsOf('a')).toHaveLength(3);
   });
 
   it('fails the step with its last error once the attempts are used up', async () => {
     capability.script('a', fail('UPSTREAM_ERROR'));
-    const run = startedRun({ name: 'retry', steps: [{ id: 'a', action: 'test.step', retry: { maxAttempts: 2, backoffMs: 1 } }] });
+    const run = startedRun({ name: 'retry', steps: [{ id: 'a', action: 'test.step', retry: { maxAttempts: 2, backoffMs: 0 } }] });
 
     const result = await execute(run);
 
     expect(failure(result)).toMatchObject({ code: 'STEP_FAILED', message: expect.stringContaining("Step 'a' failed: UPSTREAM_ERROR") });
+    // No backoff: the next attempt follows at once, in the same worker.
     expect(statuses('a')).toEqual(['running#1', 'running#2', 'failed']);
   });
 

@@ -22,7 +22,8 @@ export function runJobOptions(run: { timeoutMs: number }) {
 
 /**
  * Workflow runs as a kind of durable job: one job per run on `workflow-run`, kept alive by a
- * heartbeat; steps are not jobs of their own, the run's job carries them.
+ * heartbeat; steps are not jobs of their own, the run's job carries them. A run whose steps all
+ * wait (a sleep, a retry's backoff) answers `later` and goes on with a new job at the time.
  */
 @Injectable()
 export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
@@ -39,6 +40,7 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       jobData: (id) => ({ runId: id }),
       recordId: (data) => (data as { runId: string }).runId,
       sendOptions: runJobOptions,
+      resumeOptions: runJobOptions,
       recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
       lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
       event: (run) => ({

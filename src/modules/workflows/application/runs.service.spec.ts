@@ -81,6 +81,7 @@ describe('RunsService', () => {
       {} as never,
       {} as never,
       {} as never,
+      {} as never,
     );
     service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs);
   });
@@ -133,6 +134,8 @@ describe('RunsService', () => {
           output: null,
           error: null,
           executionId: null,
+          resumeAt: null,
+          reason: null,
           startedAt: null,
           finishedAt: null,
         },
@@ -144,6 +147,8 @@ describe('RunsService', () => {
           output: null,
           error: null,
           executionId: null,
+          resumeAt: null,
+          reason: null,
           startedAt: null,
           finishedAt: null,
         },
@@ -191,6 +196,8 @@ describe('RunsService', () => {
           output: null,
           error: null,
           executionId: null,
+          resumeAt: null,
+          reason: null,
           startedAt: null,
           finishedAt: null,
         })),

@@ -109,7 +109,7 @@ export class RunsService {
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
-        steps: definition.steps.map((s) => ({
+        steps: [...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => ({
           id: s.id,
           status: 'pending',
           attempts: 0,
@@ -117,6 +117,8 @@ export class RunsService {
           output: null,
           error: null,
           executionId: null,
+          resumeAt: null,
+          reason: null,
           startedAt: null,
           finishedAt: null,
         })),

@@ -10,6 +10,7 @@ import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { DefinitionContext, JsonObject } from '../domain/definition';
+import { StepKinds } from './steps/step-kinds';
 import { ScheduleRepository } from '../domain/schedule.repository';
 import { TriggerRepository } from '../domain/trigger.repository';
 import { Workflow } from '../domain/workflow';
@@ -30,6 +31,7 @@ export class WorkflowsService implements OnModuleInit {
     private readonly pluginUsage: PluginUsage,
     private readonly schedules: ScheduleRepository,
     private readonly triggers: TriggerRepository,
+    private readonly kinds: StepKinds,
   ) {}
 
   onModuleInit(): void {
@@ -87,10 +89,10 @@ export class WorkflowsService implements OnModuleInit {
 
   /** What the definition's references resolve to in this organization, looked up once. */
   private async context(organizationId: string, definition: unknown): Promise<DefinitionContext> {
-    const steps = (definition as { steps?: unknown } | null)?.steps;
-    const agentIds = Array.isArray(steps)
-      ? steps.flatMap((s) => (typeof (s as JsonObject)?.agent === 'string' ? [(s as JsonObject).agent as string] : []))
-      : [];
+    const { steps, onFailure } = (definition ?? {}) as { steps?: unknown; onFailure?: unknown };
+    const agentIds = [...(Array.isArray(steps) ? steps : []), onFailure].flatMap((s) =>
+      typeof (s as JsonObject | undefined)?.agent === 'string' ? [(s as JsonObject).agent as string] : [],
+    );
     const [agents, installed] = await Promise.all([
       this.agents.existingIds(organizationId, agentIds),
       this.plugins.installedSlugs(organizationId),
@@ -98,6 +100,7 @@ export class WorkflowsService implements OnModuleInit {
     const existing = new Set(agents);
     const installedSlugs = new Set(installed);
     return {
+      kinds: this.kinds.all,
       agentExists: (id) => existing.has(id),
       action: (qualified) => {
         if (!installedSlugs.has(qualified.split('.', 1)[0])) return 'plugin-not-installed';

@@ -1,8 +1,16 @@
 import { rootFieldsUnder } from '../../../shared/expressions/expression-check';
+import { ActionStep } from '../application/steps/action.step';
+import { AgentStep } from '../application/steps/agent.step';
+import { SleepStep } from '../application/steps/sleep.step';
+import { SwitchStep } from '../application/steps/switch.step';
 import { DefinitionContext, definitionProblems, findCycle } from './definition';
-import { nextSteps, StepStatus } from './run';
+import { nextSteps, StepGraph, StepStatus } from './run';
+
+// The kinds' save-time rules need none of their collaborators.
+const kinds = [new AgentStep(null as never), new ActionStep(null as never), new SleepStep(), new SwitchStep()];
 
 const context: DefinitionContext = {
+  kinds,
   agentExists: (id) => id === '00000000-0000-4000-8000-000000000001',
   action: (q) => (q === 'transform.jsonata' ? 'ok' : q.startsWith('llm.') ? 'plugin-not-installed' : 'unknown'),
   actionConfigProblems: (_q, config) => (typeof config.expression === 'string' ? [] : [{ path: 'expression', message: 'is required' }]),
@@ -104,20 +112,59 @@ describe('findCycle', () => {
 });
 
 describe('nextSteps', () => {
-  const diamond = [{ id: 'a' }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['a'] }, { id: 'd', needs: ['b', 'c'] }];
+  const graph = (steps: Array<{ id: string; needs?: string[] }>, continues: string[] = []): StepGraph => ({
+    order: steps.map((s) => s.id),
+    needs: new Map(steps.map((s) => [s.id, s.needs ?? []])),
+    continues: new Set(continues),
+  });
+  const diamond = graph([{ id: 'a' }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['a'] }, { id: 'd', needs: ['b', 'c'] }]);
   const states = (entries: Record<string, StepStatus>) => new Map(Object.entries(entries));
+  const none = new Set<string>();
 
   it('readies the steps whose needs all succeeded', () => {
-    expect(nextSteps(diamond, states({ a: 'pending', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({ ready: ['a'], skip: [] });
-    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({
+    expect(nextSteps(diamond, states({ a: 'pending', b: 'pending', c: 'pending', d: 'pending' }), none)).toEqual({
+      ready: ['a'],
+      skip: [],
+    });
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'pending', c: 'pending', d: 'pending' }), none)).toEqual({
       ready: ['b', 'c'],
       skip: [],
     });
-    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'succeeded', c: 'running', d: 'pending' }))).toEqual({ ready: [], skip: [] });
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'succeeded', c: 'running', d: 'pending' }), none)).toEqual({
+      ready: [],
+      skip: [],
+    });
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'succeeded', c: 'waiting', d: 'pending' }), none)).toEqual({
+      ready: [],
+      skip: [],
+    });
   });
 
-  it('skips a step with a need that failed, was skipped or canceled', () => {
-    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'skipped', c: 'succeeded', d: 'pending' }))).toEqual({ ready: [], skip: ['d'] });
-    expect(nextSteps(diamond, states({ a: 'failed', b: 'pending', c: 'pending', d: 'pending' }))).toEqual({ ready: [], skip: ['b', 'c'] });
+  it('skips a step with a need that failed, was skipped or canceled, with the reason', () => {
+    expect(nextSteps(diamond, states({ a: 'succeeded', b: 'skipped', c: 'succeeded', d: 'pending' }), none)).toEqual({
+      ready: [],
+      skip: [{ id: 'd', reason: "needs 'b', which was skipped" }],
+    });
+    expect(nextSteps(diamond, states({ a: 'failed', b: 'pending', c: 'pending', d: 'pending' }), none)).toEqual({
+      ready: [],
+      skip: [
+        { id: 'b', reason: "needs 'a', which failed" },
+        { id: 'c', reason: "needs 'a', which failed" },
+      ],
+    });
+  });
+
+  it('runs what needs a step that failed with onError continue', () => {
+    const g = graph([{ id: 'a' }, { id: 'b', needs: ['a'] }], ['a']);
+    expect(nextSteps(g, states({ a: 'failed', b: 'pending' }), none)).toEqual({ ready: ['b'], skip: [] });
+  });
+
+  it('runs a join of a branch taken and one not taken; skips what needs only branches not taken', () => {
+    const g = graph([{ id: 'a' }, { id: 'b' }, { id: 'join', needs: ['a', 'b'] }, { id: 'after-b', needs: ['b'] }]);
+    const notTaken = new Set(['b']);
+    expect(nextSteps(g, states({ a: 'succeeded', b: 'skipped', join: 'pending', 'after-b': 'pending' }), notTaken)).toEqual({
+      ready: ['join'],
+      skip: [{ id: 'after-b', reason: 'not taken: it needs only steps not taken' }],
+    });
   });
 });

@@ -5,7 +5,14 @@ export type JsonObject = Record<string, unknown>;
 
 export interface RetryPolicy {
   maxAttempts: number;
-  backoffMs: number;
+  /** The wait after the first failed attempt (1000 when absent). */
+  backoffMs?: number;
+  /** `exponential` (the default) doubles the wait after each attempt; `fixed` keeps it. */
+  backoff?: 'fixed' | 'exponential';
+  /** The longest wait between attempts. */
+  maxBackoffMs?: number;
+  /** Error codes that are tried again; when absent, the ones that may pass on another try (timeouts, upstream errors). */
+  retryOn?: string[];
 }
 
 export interface StepDefinition {
@@ -13,16 +20,22 @@ export interface StepDefinition {
   id: string;
   /** An agent id of the organization... */
   agent?: string;
-  /** ...or a plugin action `<plugin>.<action>`, configured by `with`. */
+  /** ...or a plugin action `<plugin>.<action>`, configured by `with`... */
   action?: string;
   with?: JsonObject;
-  /** JSONata over `{ input, steps: { <id>: { output } } }`; the run input when absent. */
+  /** ...or a durable wait... */
+  sleep?: { seconds?: number; until?: string };
+  /** ...or a branch: the first case that holds runs its steps, the others' are skipped. */
+  switch?: { cases: Array<{ when: string; steps: string[] }>; default?: string[] };
+  /** JSONata over `{ input, steps: { <id>: { output, error } } }`; the run input when absent. */
   input?: string;
   needs?: string[];
   /** JSONata over the same context; a false value skips the step. */
   if?: string;
   retry?: RetryPolicy;
   timeoutMs?: number;
+  /** `fail` (the default) fails the run; `continue` records the failure and goes on (later steps see `steps.<id>.error`). */
+  onError?: 'fail' | 'continue';
 }
 
 export interface WorkflowDefinition {
@@ -34,6 +47,8 @@ export interface WorkflowDefinition {
   output?: string;
   /** The whole run's bound. */
   timeoutMs?: number;
+  /** A step run once when the run fails, with `error` in its context. */
+  onFailure?: StepDefinition;
 }
 
 export const WORKFLOW_LIMITS = {
@@ -43,55 +58,84 @@ export const WORKFLOW_LIMITS = {
   stepTimeoutMs: { min: 100, max: 3600 * 1000 },
   retryAttempts: 10,
   backoffMs: 600_000,
+  maxBackoffMs: 3600 * 1000,
+  sleepSeconds: 24 * 3600,
+  switchCases: 50,
 } as const;
 
-const STEP_ID = '^[a-z][a-z0-9_-]{0,62}$';
+export const STEP_ID = '^[a-z][a-z0-9_-]{0,62}$';
+const EXPRESSION = { type: 'string', minLength: 1, maxLength: 10000 };
 
-/** The shape; what the graph and the organization must satisfy is checked after. */
-const DEFINITION_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name', 'steps'],
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 200 },
-    description: { type: 'string', maxLength: 2000 },
-    inputSchema: { type: 'object' },
-    output: { type: 'string', minLength: 1, maxLength: 10000 },
-    timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.runTimeoutMs.min, maximum: WORKFLOW_LIMITS.runTimeoutMs.max },
-    steps: {
-      type: 'array',
-      minItems: 1,
-      maxItems: WORKFLOW_LIMITS.steps,
-      items: {
+/**
+ * One kind of step as a definition sees it: the field that names it, that field's JSON Schema,
+ * and what is checked at save beyond the shape. The kinds live with their `run()` in
+ * application/steps; a definition is checked against the ones the service has.
+ */
+export interface StepKindRules {
+  /** The step field that makes a step of this kind (`agent`, `action`, `sleep`, ...). */
+  readonly key: string;
+  readonly schema: JsonObject;
+  /** Other step fields only this kind takes (an action's `with`), with their schemas. */
+  readonly fields?: Record<string, JsonObject>;
+  /** Whether `retry` and `timeoutMs` apply (a step that calls out). */
+  readonly callsOut: boolean;
+  /** Problems of the step beyond its shape, with paths under `at`. */
+  problems(step: StepDefinition, at: string, context: DefinitionContext, workflow: WorkflowDefinition): ErrorDetail[];
+  /** Its expressions besides `input` and `if`, by path under the step (compiled at save, their step reads checked). */
+  expressions?(step: StepDefinition): Array<{ path: string; expression: string }>;
+  /** Steps whose running it decides (a switch's branches): they wait for it. */
+  decides?(step: StepDefinition): string[];
+}
+
+function definitionSchema(kinds: readonly StepKindRules[]): JsonObject {
+  const step = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['id'],
+    properties: {
+      id: { type: 'string', pattern: STEP_ID },
+      ...Object.fromEntries(kinds.flatMap((k) => [[k.key, k.schema], ...Object.entries(k.fields ?? {})])),
+      input: EXPRESSION,
+      needs: { type: 'array', maxItems: WORKFLOW_LIMITS.steps, items: { type: 'string' } },
+      if: EXPRESSION,
+      retry: {
         type: 'object',
         additionalProperties: false,
-        required: ['id'],
+        required: ['maxAttempts'],
         properties: {
-          id: { type: 'string', pattern: STEP_ID },
-          agent: { type: 'string', format: 'uuid' },
-          action: { type: 'string', pattern: '^[a-z][a-z0-9-]*\\.[a-zA-Z][a-zA-Z0-9_-]*$' },
-          with: { type: 'object' },
-          input: { type: 'string', minLength: 1, maxLength: 10000 },
-          needs: { type: 'array', maxItems: WORKFLOW_LIMITS.steps, items: { type: 'string' } },
-          if: { type: 'string', minLength: 1, maxLength: 10000 },
-          retry: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['maxAttempts'],
-            properties: {
-              maxAttempts: { type: 'integer', minimum: 1, maximum: WORKFLOW_LIMITS.retryAttempts },
-              backoffMs: { type: 'integer', minimum: 0, maximum: WORKFLOW_LIMITS.backoffMs },
-            },
-          },
-          timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.stepTimeoutMs.min, maximum: WORKFLOW_LIMITS.stepTimeoutMs.max },
+          maxAttempts: { type: 'integer', minimum: 1, maximum: WORKFLOW_LIMITS.retryAttempts },
+          backoffMs: { type: 'integer', minimum: 0, maximum: WORKFLOW_LIMITS.backoffMs },
+          backoff: { enum: ['fixed', 'exponential'] },
+          maxBackoffMs: { type: 'integer', minimum: 0, maximum: WORKFLOW_LIMITS.maxBackoffMs },
+          retryOn: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$' } },
         },
       },
+      timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.stepTimeoutMs.min, maximum: WORKFLOW_LIMITS.stepTimeoutMs.max },
+      onError: { enum: ['fail', 'continue'] },
     },
-  },
-};
+  };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name', 'steps'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 200 },
+      description: { type: 'string', maxLength: 2000 },
+      inputSchema: { type: 'object' },
+      output: EXPRESSION,
+      timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.runTimeoutMs.min, maximum: WORKFLOW_LIMITS.runTimeoutMs.max },
+      steps: { type: 'array', minItems: 1, maxItems: WORKFLOW_LIMITS.steps, items: step },
+      onFailure: step,
+    },
+  };
+}
 
-/** What a definition is checked against beyond its own shape: the organization and the catalog. */
+const schemas = new WeakMap<readonly StepKindRules[], JsonObject>();
+
+/** What a definition is checked against beyond its own shape: the organization, the catalog, the step kinds. */
 export interface DefinitionContext {
+  /** The step kinds the service runs. */
+  kinds: readonly StepKindRules[];
   /** The agent exists in the caller's organization. */
   agentExists(id: string): boolean;
   /** `ok`, or why the action cannot be used. */
@@ -102,22 +146,47 @@ export interface DefinitionContext {
   compileProblem(expression: string): string | null;
   /** The step ids the expression reads (`steps.<id>`). */
   stepsRead(expression: string): string[];
-  /** Null when the JSON Schema compiles; else why. */
   /** Why a tenant's JSON Schema cannot be stored, with paths under `root`. */
   schemaProblems(schema: JsonObject, root: string): Array<{ path: string; message: string }>;
 }
 
+/** The kind of a step (the one kind field it has), or null when it has none or several. */
+export function kindOf(step: StepDefinition, kinds: readonly StepKindRules[]): StepKindRules | null {
+  const found = kinds.filter((k) => (step as unknown as JsonObject)[k.key] !== undefined);
+  return found.length === 1 ? found[0] : null;
+}
+
+/**
+ * Each step's needs with the steps that decide on it (a switch whose branch it is): what it
+ * waits for before it may run.
+ */
+export function effectiveNeeds(steps: StepDefinition[], kinds: readonly StepKindRules[]): Map<string, string[]> {
+  // A duplicate id is reported apart; the first step with an id stands for it here.
+  const needs = new Map<string, string[]>();
+  for (const s of steps) if (!needs.has(s.id)) needs.set(s.id, [...(s.needs ?? [])]);
+  for (const step of steps) {
+    for (const decided of kindOf(step, kinds)?.decides?.(step) ?? []) {
+      const list = needs.get(decided);
+      if (list && decided !== step.id && !list.includes(step.id)) list.push(step.id);
+    }
+  }
+  return needs;
+}
+
 /**
  * Checks a whole definition and answers every problem at once, as envelope details: the shape,
- * then duplicate ids, unknown or self needs, cycles (named `a -> b -> a`), agents, actions,
- * `with` configs and every expression. An empty list means it may be saved.
+ * then duplicate ids, unknown or self needs, cycles (named `a -> b -> a`), each step's kind and
+ * its own checks (agents, actions, `with` configs, sleeps, switches), every expression and
+ * what it reads. An empty list means it may be saved.
  */
 export function definitionProblems(definition: unknown, context: DefinitionContext): ErrorDetail[] {
   const size = Buffer.byteLength(JSON.stringify(definition ?? null));
   if (size > WORKFLOW_LIMITS.definitionBytes) {
     return [{ path: '', message: `the definition is ${size} bytes; at most ${WORKFLOW_LIMITS.definitionBytes} are allowed` }];
   }
-  const shape = schemaProblems(DEFINITION_SCHEMA, definition, 'definition').map((d) => ({
+  let schema = schemas.get(context.kinds);
+  if (!schema) schemas.set(context.kinds, (schema = definitionSchema(context.kinds)));
+  const shape = schemaProblems(schema, definition, 'definition').map((d) => ({
     ...d,
     path: d.path.replace(/^definition\.?/, '').replace(/\.(\d+)(?=\.|$)/g, '[$1]'),
     message: d.message.replace(/^definition\.?/, '').replace(/\.(\d+)(?=[. ]|$)/g, '[$1]'),
@@ -133,29 +202,7 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
     const at = `steps[${i}]`;
     if (ids.has(step.id)) add(`${at}.id`, `step id '${step.id}' is used twice (also steps[${ids.get(step.id)}])`);
     else ids.set(step.id, i);
-    if (step.agent === undefined && step.action === undefined)
-      add(at, `step '${step.id}' needs exactly one of agent or action; it has neither`);
-    if (step.agent !== undefined && step.action !== undefined)
-      add(at, `step '${step.id}' needs exactly one of agent or action; it has both`);
-    if (step.with !== undefined && step.action === undefined)
-      add(`${at}.with`, `step '${step.id}': with configures an action; this step has none`);
-    if (step.agent !== undefined && !context.agentExists(step.agent))
-      add(`${at}.agent`, `step '${step.id}': no agent ${step.agent} in this organization`);
-    if (step.action !== undefined) {
-      const action = context.action(step.action);
-      if (action === 'plugin-not-installed')
-        add(`${at}.action`, `step '${step.id}': plugin '${step.action.split('.', 1)[0]}' is not installed`);
-      else if (action === 'unknown') add(`${at}.action`, `step '${step.id}': no action '${step.action}' in the catalog`);
-      else {
-        for (const p of context.actionConfigProblems(step.action, step.with ?? {}))
-          add(`${at}.with${p.path ? `.${p.path}` : ''}`, `step '${step.id}': ${p.message}`);
-      }
-    }
-    for (const field of ['input', 'if'] as const) {
-      const expression = step[field];
-      const problem = expression === undefined ? null : context.compileProblem(expression);
-      if (problem) add(`${at}.${field}`, `step '${step.id}' ${field}: ${problem}`);
-    }
+    problems.push(...stepProblems(step, at, context, def));
   });
 
   def.steps.forEach((step, i) => {
@@ -164,9 +211,11 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
       else if (!ids.has(need)) add(`steps[${i}].needs[${j}]`, `step '${step.id}' needs '${need}', which is not a step`);
     });
   });
-  const cycle = findCycle(def.steps);
+  problems.push(...branchProblems(def.steps, ids, context.kinds));
+  const needs = effectiveNeeds(def.steps, context.kinds);
+  const cycle = findCycle(def.steps.map((s) => ({ id: s.id, needs: needs.get(s.id) })));
   if (cycle) add('steps', `the steps form a cycle: ${cycle.join(' -> ')}`);
-  else problems.push(...unwaitedReads(def.steps, context));
+  else problems.push(...unwaitedReads(def.steps, needs, context));
 
   if (def.output !== undefined) {
     const problem = context.compileProblem(def.output);
@@ -175,15 +224,89 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
   if (def.inputSchema) {
     for (const p of context.schemaProblems(def.inputSchema, 'inputSchema')) add(p.path, p.message);
   }
+  if (def.onFailure) problems.push(...onFailureProblems(def, ids, context));
+  return problems;
+}
+
+/** One step on its own: its kind, the fields that do not apply to it, the kind's checks, its expressions. */
+function stepProblems(step: StepDefinition, at: string, context: DefinitionContext, workflow: WorkflowDefinition): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  const add = (path: string, message: string) => problems.push({ path, message });
+  const { kinds } = context;
+  const keys = kinds.filter((k) => (step as unknown as JsonObject)[k.key] !== undefined).map((k) => k.key);
+  if (keys.length !== 1) {
+    const all = kinds.map((k) => k.key);
+    const allowed = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
+    add(at, `step '${step.id}' needs exactly one of ${allowed}; it has ${keys.length ? keys.join(' and ') : 'none'}`);
+  }
+  const kind = kindOf(step, kinds);
+  for (const other of kinds) {
+    for (const field of Object.keys(other.fields ?? {})) {
+      if ((step as unknown as JsonObject)[field] !== undefined && kind !== other)
+        add(`${at}.${field}`, `step '${step.id}': ${field} configures ${article(other.key)} ${other.key} step; this step is not one`);
+    }
+  }
+  if (kind && !kind.callsOut) {
+    for (const field of ['retry', 'timeoutMs'] as const) {
+      if (step[field] !== undefined) add(`${at}.${field}`, `step '${step.id}': ${field} applies to steps that call out (agent, action)`);
+    }
+  }
+  const { retry } = step;
+  if (retry?.maxBackoffMs !== undefined && retry.backoffMs !== undefined && retry.maxBackoffMs < retry.backoffMs)
+    add(`${at}.retry.maxBackoffMs`, `step '${step.id}': maxBackoffMs (${retry.maxBackoffMs}) is less than backoffMs (${retry.backoffMs})`);
+  if (kind) problems.push(...kind.problems(step, at, context, workflow));
+  for (const { path, expression } of expressionsOf(step, kind)) {
+    const problem = context.compileProblem(expression);
+    if (problem) add(`${at}.${path}`, `step '${step.id}' ${path}: ${problem}`);
+  }
+  return problems;
+}
+
+/** A step's expressions by path: `input`, `if` and its kind's own. */
+function expressionsOf(step: StepDefinition, kind: StepKindRules | null): Array<{ path: string; expression: string }> {
+  return [
+    ...(['input', 'if'] as const).flatMap((field) => (step[field] === undefined ? [] : [{ path: field, expression: step[field] }])),
+    ...(kind?.expressions?.(step) ?? []),
+  ];
+}
+
+/** The steps a switch decides on: steps of the workflow, none of them the switch, none decided twice. */
+function branchProblems(steps: StepDefinition[], ids: Map<string, number>, kinds: readonly StepKindRules[]): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  const decider = new Map<string, string>();
+  steps.forEach((step, i) => {
+    for (const decided of new Set(kindOf(step, kinds)?.decides?.(step) ?? [])) {
+      const at = `steps[${i}].${kindOf(step, kinds)!.key}`;
+      if (decided === step.id) problems.push({ path: at, message: `step '${step.id}' lists itself as one of its branches` });
+      else if (!ids.has(decided)) problems.push({ path: at, message: `step '${step.id}' lists '${decided}', which is not a step` });
+      else if (decider.has(decided))
+        problems.push({ path: at, message: `step '${decided}' is a branch of both '${decider.get(decided)}' and '${step.id}'` });
+      else decider.set(decided, step.id);
+    }
+  });
+  return problems;
+}
+
+/** The workflow's `onFailure`: a step that calls out, on its own (no needs or if), with an id no step has. */
+function onFailureProblems(workflow: WorkflowDefinition, ids: Map<string, number>, context: DefinitionContext): ErrorDetail[] {
+  const step = workflow.onFailure!;
+  const problems = stepProblems(step, 'onFailure', context, workflow);
+  const add = (path: string, message: string) => problems.push({ path, message });
+  if (ids.has(step.id)) add('onFailure.id', `onFailure's id '${step.id}' is also a step's (steps[${ids.get(step.id)}])`);
+  const kind = kindOf(step, context.kinds);
+  if (kind && !kind.callsOut) add('onFailure', `onFailure runs an agent or an action; '${kind.key}' cannot be one`);
+  for (const field of ['needs', 'if', 'onError'] as const) {
+    if (step[field] !== undefined) add(`onFailure.${field}`, `onFailure runs once when the run fails; it takes no ${field}`);
+  }
   return problems;
 }
 
 /**
- * A step's `input` and `if` may read the output of a step it waits for (through `needs`, directly
- * or further up); any other step may not have run yet when they are evaluated, and the run would
- * go on with nothing where its output should be.
+ * A step's expressions may read the output of a step it waits for (through `needs`, or the
+ * switch it is a branch of, directly or further up); any other step may not have run yet when
+ * they are evaluated, and the run would go on with nothing where its output should be.
  */
-function unwaitedReads(steps: StepDefinition[], context: DefinitionContext): ErrorDetail[] {
+function unwaitedReads(steps: StepDefinition[], needs: Map<string, string[]>, context: DefinitionContext): ErrorDetail[] {
   const byId = new Map(steps.map((step) => [step.id, step]));
   const upstream = new Map<string, Set<string>>();
   const waitsFor = (id: string): Set<string> => {
@@ -191,7 +314,7 @@ function unwaitedReads(steps: StepDefinition[], context: DefinitionContext): Err
     if (found) return found;
     found = new Set();
     upstream.set(id, found);
-    for (const need of byId.get(id)?.needs ?? []) {
+    for (const need of needs.get(id) ?? []) {
       found.add(need);
       for (const further of waitsFor(need)) found.add(further);
     }
@@ -199,21 +322,23 @@ function unwaitedReads(steps: StepDefinition[], context: DefinitionContext): Err
   };
   const problems: ErrorDetail[] = [];
   steps.forEach((step, i) => {
-    for (const field of ['input', 'if'] as const) {
-      const expression = step[field];
-      if (expression === undefined) continue;
+    for (const { path, expression } of expressionsOf(step, kindOf(step, context.kinds))) {
       for (const read of context.stepsRead(expression)) {
         if (waitsFor(step.id).has(read)) continue;
         const message = !byId.has(read)
-          ? `step '${step.id}' ${field} reads steps.${read}, which is not a step`
+          ? `step '${step.id}' ${path} reads steps.${read}, which is not a step`
           : read === step.id
-            ? `step '${step.id}' ${field} reads its own output (steps.${read}), which it does not have yet`
-            : `step '${step.id}' ${field} reads steps.${read} but does not wait for it: add '${read}' to its needs`;
-        problems.push({ path: `steps[${i}].${field}`, message });
+            ? `step '${step.id}' ${path} reads its own output (steps.${read}), which it does not have yet`
+            : `step '${step.id}' ${path} reads steps.${read} but does not wait for it: add '${read}' to its needs`;
+        problems.push({ path: `steps[${i}].${path}`, message });
       }
     }
   });
   return problems;
+}
+
+function article(word: string): string {
+  return /^[aeiou]/.test(word) ? 'an' : 'a';
 }
 
 /** A cycle through `needs` as the ids along it (`['a', 'b', 'a']`), or null. Self-needs are reported apart. */

@@ -1,10 +1,10 @@
 import type { ApiTrigger, ScheduleTrigger, WebhookTrigger } from '../../../shared/auth/principal';
 import { Failure } from '../../../shared/jobs/outcome';
-import { StepDefinition } from './definition';
 
-export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
+export const RUN_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export const STEP_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped', 'canceled'] as const;
+/** `waiting`: the step resumes at `resumeAt` (a sleep, the next attempt of a retry); no worker holds it meanwhile. */
+export const STEP_STATUSES = ['pending', 'running', 'waiting', 'succeeded', 'failed', 'skipped', 'canceled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 export interface StepRun {
@@ -16,6 +16,10 @@ export interface StepRun {
   error: Failure | null;
   /** The agent execution of an agent step, reused by every attempt of it. */
   executionId: string | null;
+  /** When a `waiting` step goes on. */
+  resumeAt: Date | null;
+  /** Why a step was skipped. */
+  reason: string | null;
   startedAt: Date | null;
   finishedAt: Date | null;
 }
@@ -42,22 +46,54 @@ export interface Run {
 }
 
 export function isRunFinished(run: Pick<Run, 'status'>): boolean {
-  return run.status !== 'queued' && run.status !== 'running';
+  return run.status !== 'queued' && run.status !== 'running' && run.status !== 'waiting';
+}
+
+/** The reason of a step skipped because a switch did not take its branch; what needs only such steps is not taken either. */
+export const NOT_TAKEN = 'not taken';
+
+export function isNotTaken(reason: string | null | undefined): boolean {
+  return reason?.startsWith(NOT_TAKEN) ?? false;
+}
+
+/** The steps as the engine walks them: in definition order, each with what it waits for. */
+export interface StepGraph {
+  order: string[];
+  /** Its needs and the switch it is a branch of. */
+  needs: ReadonlyMap<string, string[]>;
+  /** Steps with `onError: continue`: their failure lets what needs them run. */
+  continues: ReadonlySet<string>;
 }
 
 /**
- * What to do next with a run's steps: the pending steps whose needs all succeeded are ready;
- * a pending step with a need that failed, was skipped or canceled is skipped. Steps are
- * taken in definition order.
+ * What to do next with a run's steps: the pending steps whose needs all succeeded (or failed
+ * with `onError: continue`) are ready; a pending step with a need that failed, was canceled or
+ * skipped is skipped, with the reason. A need whose branch a switch did not take counts as met
+ * for a step that needs other steps too, and a step that needs only such steps is not taken
+ * either. Steps are taken in definition order.
  */
-export function nextSteps(steps: StepDefinition[], status: ReadonlyMap<string, StepStatus>): { ready: string[]; skip: string[] } {
+export function nextSteps(
+  graph: StepGraph,
+  status: ReadonlyMap<string, StepStatus>,
+  notTaken: ReadonlySet<string>,
+): { ready: string[]; skip: Array<{ id: string; reason: string }> } {
   const ready: string[] = [];
-  const skip: string[] = [];
-  for (const step of steps) {
-    if (status.get(step.id) !== 'pending') continue;
-    const needs = (step.needs ?? []).map((n) => status.get(n));
-    if (needs.some((s) => s === 'failed' || s === 'skipped' || s === 'canceled')) skip.push(step.id);
-    else if (needs.every((s) => s === 'succeeded')) ready.push(step.id);
+  const skip: Array<{ id: string; reason: string }> = [];
+  for (const id of graph.order) {
+    if (status.get(id) !== 'pending') continue;
+    const needs = graph.needs.get(id) ?? [];
+    const blocking = needs.find((n) => {
+      const s = status.get(n);
+      return s === 'canceled' || (s === 'failed' && !graph.continues.has(n)) || (s === 'skipped' && !notTaken.has(n));
+    });
+    if (blocking) {
+      const s = status.get(blocking);
+      skip.push({ id, reason: `needs '${blocking}', which ${s === 'skipped' ? 'was skipped' : s}` });
+    } else if (needs.length && needs.every((n) => notTaken.has(n))) {
+      skip.push({ id, reason: `${NOT_TAKEN}: it needs only steps not taken` });
+    } else if (needs.every((n) => status.get(n) === 'succeeded' || status.get(n) === 'failed' || notTaken.has(n))) {
+      ready.push(id);
+    }
   }
   return { ready, skip };
 }

@@ -99,7 +99,7 @@ export class InMemoryWorkflowRepository extends WorkflowRepository {
  * Runs in memory, for unit specs. It keeps the runs it is given, not copies, so a spec can
  * compare what it answers with `toBe`. `cancel` is guarded on the run being unfinished, as the
  * SQL one is. Step writes are recorded, not applied to the stored runs: a write applies unless
- * its run was canceled. The worker's other methods (`start`, `finish`, `unfinished`,
+ * its run was canceled. The worker's other methods (`start`, `wait`, `finish`, `unfinished`,
  * `moveToJob`, `abandon`) are not faked yet.
  */
 export class InMemoryRunRepository extends RunRepository {
@@ -152,7 +152,11 @@ export class InMemoryRunRepository extends RunRepository {
     if (!run || isRunFinished(run)) return null;
     Object.assign(run, { status: 'canceled', error, finishedAt: new Date() });
     run.steps = run.steps.map((s) =>
-      s.status === 'running' ? { ...s, status: 'canceled' } : s.status === 'pending' ? { ...s, status: 'skipped' } : s,
+      s.status === 'running' || s.status === 'waiting'
+        ? { ...s, status: 'canceled' }
+        : s.status === 'pending'
+          ? { ...s, status: 'skipped' }
+          : s,
     );
     this.canceledRuns.add(id);
     return { ...run };
@@ -160,6 +164,10 @@ export class InMemoryRunRepository extends RunRepository {
 
   async start(): Promise<Run[]> {
     notFaked('start');
+  }
+
+  async wait(): Promise<Run | null> {
+    notFaked('wait');
   }
 
   async finish(): Promise<Array<Run | null>> {

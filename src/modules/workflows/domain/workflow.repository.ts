@@ -1,4 +1,5 @@
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Run, RunStatus, StepStatus } from './run';
 import { WorkflowDefinition } from './definition';
@@ -41,6 +42,10 @@ export interface StepWrite {
   output?: unknown;
   error?: Failure | null;
   executionId?: string | null;
+  /** A `waiting` step's time to go on (cleared by any other write). */
+  resumeAt?: Date | null;
+  /** A `skipped` step's reason (cleared by any other write). */
+  reason?: string | null;
 }
 
 /** An unfinished run as the reconciler sees it. */
@@ -71,11 +76,13 @@ export abstract class RunRepository {
   abstract findById(id: string): Promise<Run | null>;
   /** The organization's runs (one workflow's with `filter.workflowId`), newest first, without steps. */
   abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;
-  /** Takes up unfinished runs (`running`, attempts + 1); finished or gone ones are left out. */
-  abstract start(ids: string[]): Promise<Run[]>;
+  /** Takes up unfinished runs still on the job that asks (`running`; attempts + 1 unless it resumes from `waiting`). */
+  abstract start(jobs: JobRef[]): Promise<Run[]>;
+  /** A running run on `fromJobId` becomes `waiting` on the job `toJobId`; null when it no longer runs there. */
+  abstract wait(id: string, fromJobId: string, toJobId: string): Promise<Run | null>;
   /** Applies step changes; answers, per write, whether it applied. */
   abstract writeSteps(writes: StepWrite[]): Promise<boolean[]>;
-  /** Finishes running runs: running steps become canceled, pending ones skipped. Null where it was no longer running. */
+  /** Finishes running runs: running and waiting steps become canceled, pending ones skipped. Null where it was no longer running. */
   abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Run | null>>;
   abstract cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null>;
   /** Unfinished runs older than `olderThanMs`, oldest first, for the reconciler. */

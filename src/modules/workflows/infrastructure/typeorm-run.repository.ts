@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunStatus, StepRun, StepStatus } from '../domain/run';
+import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun } from '../domain/workflow.repository';
 
@@ -34,11 +35,19 @@ interface RawStep {
   output: unknown;
   error: Failure | null;
   execution_id: string | null;
+  resume_at: Date | null;
+  reason: string | null;
   started_at: Date | null;
   finished_at: Date | null;
 }
 
-const UNFINISHED = `status IN ('queued', 'running')`;
+/** Not final: a cancel or a resume job may take it. */
+const UNFINISHED = `status IN ('queued', 'running', 'waiting')`;
+/** On a job, or due to be: what the reconciler keeps moving (a waiting run's job starts later; it is left alone). */
+const ON_A_JOB = `status IN ('queued', 'running')`;
+/** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
+const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END, resume_at = NULL, finished_at = now()`;
+const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
 
 /** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
 @Injectable()
@@ -96,15 +105,26 @@ export class TypeOrmRunRepository extends RunRepository {
     );
   }
 
-  async start(ids: string[]): Promise<Run[]> {
+  async start(jobs: JobRef[]): Promise<Run[]> {
     const rows = await this.query<RawRun>(
       `WITH started AS (
-         UPDATE workflow_runs SET status = 'running', attempts = attempts + 1, started_at = COALESCE(started_at, now())
-         WHERE id = ANY($1::uuid[]) AND ${UNFINISHED} RETURNING *
+         UPDATE workflow_runs
+         SET status = 'running', attempts = attempts + CASE WHEN status = 'waiting' THEN 0 ELSE 1 END, started_at = COALESCE(started_at, now())
+         WHERE (id, job_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[])) AND ${UNFINISHED} RETURNING *
        ) SELECT * FROM started`,
-      [ids],
+      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
     );
     return this.withSteps(rows);
+  }
+
+  async wait(id: string, fromJobId: string, toJobId: string): Promise<Run | null> {
+    const rows = await this.query<RawRun>(
+      `WITH parked AS (
+         UPDATE workflow_runs SET status = 'waiting', job_id = $3 WHERE id = $1 AND job_id = $2 AND status = 'running' RETURNING *
+       ) SELECT * FROM parked`,
+      [id, fromJobId, toJobId],
+    );
+    return rows.length ? (await this.withSteps(rows))[0] : null;
   }
 
   async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
@@ -112,7 +132,7 @@ export class TypeOrmRunRepository extends RunRepository {
       `WITH w AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb)
            AS w(run_id uuid, step_id text, status text, attempts int, input jsonb, has_input boolean,
-                output jsonb, error jsonb, execution_id uuid)
+                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text)
        ), done AS (
          UPDATE workflow_run_steps s SET
            status = w.status,
@@ -121,10 +141,12 @@ export class TypeOrmRunRepository extends RunRepository {
            output = CASE WHEN w.status = 'succeeded' THEN w.output ELSE NULL END,
            error = NULLIF(w.error, 'null'::jsonb),
            execution_id = COALESCE(w.execution_id, s.execution_id),
-           started_at = CASE WHEN w.status = 'running' THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
-           finished_at = CASE WHEN w.status IN ('pending', 'running') THEN NULL ELSE now() END
+           resume_at = w.resume_at,
+           reason = w.reason,
+           started_at = CASE WHEN w.status IN ('running', 'waiting') THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
+           finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
          FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
-         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND s.status IN ('pending', 'running')
+         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND ${OPEN_STEPS}
          RETURNING s.run_id, s.step_id
        ) SELECT * FROM done`,
       [
@@ -139,6 +161,8 @@ export class TypeOrmRunRepository extends RunRepository {
             output: w.output ?? null,
             error: w.error ?? null,
             execution_id: w.executionId ?? null,
+            resume_at: w.resumeAt ?? null,
+            reason: w.reason ?? null,
           })),
         ),
       ],
@@ -155,9 +179,8 @@ export class TypeOrmRunRepository extends RunRepository {
          UPDATE workflow_runs r SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
          FROM o WHERE r.id = o.id AND r.status = 'running' RETURNING r.*
        ), steps AS (
-         UPDATE workflow_run_steps s
-         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
-         FROM finished f WHERE s.run_id = f.id AND s.status IN ('pending', 'running')
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM finished f WHERE s.run_id = f.id AND ${OPEN_STEPS}
        ) SELECT * FROM finished`,
       [
         JSON.stringify(
@@ -179,9 +202,8 @@ export class TypeOrmRunRepository extends RunRepository {
          UPDATE workflow_runs SET status = 'canceled', finished_at = now(), error = $4
          WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING *
        ), steps AS (
-         UPDATE workflow_run_steps s
-         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
-         FROM canceled c WHERE s.run_id = c.id AND s.status IN ('pending', 'running')
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM canceled c WHERE s.run_id = c.id AND ${OPEN_STEPS}
        ) SELECT * FROM canceled`,
       [organizationId, workflowId, id, json(error)],
     );
@@ -192,7 +214,7 @@ export class TypeOrmRunRepository extends RunRepository {
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]> {
     const rows = await this.query<{ id: string; organization_id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
       `SELECT id, organization_id, job_id, attempts, timeout_ms FROM workflow_runs
-       WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+       WHERE ${ON_A_JOB} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
        ORDER BY created_at LIMIT $2`,
       [olderThanMs, limit],
     );
@@ -208,7 +230,7 @@ export class TypeOrmRunRepository extends RunRepository {
   async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
     const rows = await this.query<{ id: string }>(
       `WITH moved AS (
-         UPDATE workflow_runs SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id
+         UPDATE workflow_runs SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${ON_A_JOB} RETURNING id
        ) SELECT * FROM moved`,
       [id, fromJobId, toJobId],
     );
@@ -219,11 +241,10 @@ export class TypeOrmRunRepository extends RunRepository {
     const rows = await this.query<{ id: string }>(
       `WITH gone AS (
          UPDATE workflow_runs SET status = 'failed', error = $3, finished_at = now()
-         WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id
+         WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${ON_A_JOB} RETURNING id
        ), steps AS (
-         UPDATE workflow_run_steps s
-         SET status = CASE WHEN s.status = 'running' THEN 'canceled' ELSE 'skipped' END, finished_at = now()
-         FROM gone g WHERE s.run_id = g.id AND s.status IN ('pending', 'running')
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM gone g WHERE s.run_id = g.id AND ${OPEN_STEPS}
        ) SELECT * FROM gone`,
       [id, jobId, json(error)],
     );
@@ -281,6 +302,8 @@ function toStep(row: RawStep): StepRun {
     output: row.output,
     error: row.error,
     executionId: row.execution_id,
+    resumeAt: row.resume_at,
+    reason: row.reason,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
   };

@@ -68,6 +68,10 @@ export class RunStepRow {
   @Column('jsonb', { nullable: true }) output!: unknown;
   @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
   @Column('uuid', { name: 'execution_id', nullable: true }) executionId!: string | null;
+  /** When a waiting step goes on (a sleep's end, a retry's next attempt). */
+  @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
+  /** Why a skipped step was skipped. */
+  @Column('varchar', { length: 500, nullable: true }) reason!: string | null;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }

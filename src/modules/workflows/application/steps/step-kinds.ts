@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { kindOf, StepDefinition } from '../../domain/definition';
+import { ActionStep } from './action.step';
+import { AgentStep } from './agent.step';
+import { SleepStep } from './sleep.step';
+import { StepKind } from './step-kind';
+import { SwitchStep } from './switch.step';
+
+/** The step kinds the engine runs, in the order their names are listed in problems. */
+@Injectable()
+export class StepKinds {
+  readonly all: readonly StepKind[];
+
+  constructor(agent: AgentStep, action: ActionStep, sleep: SleepStep, branch: SwitchStep) {
+    this.all = [agent, action, sleep, branch];
+  }
+
+  /** The kind of a saved (so valid) step. */
+  of(step: StepDefinition): StepKind {
+    const kind = kindOf(step, this.all);
+    if (!kind) throw new Error(`Step '${step.id}' has no kind this service runs`);
+    return kind as StepKind;
+  }
+}
+
+export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, StepKinds];

@@ -331,6 +331,7 @@ describe('webhooks API', () => {
           'plugin.installed',
           'plugin.uninstalled',
           ...['succeeded', 'failed', 'timed_out', 'canceled'].flatMap((s) => [`agent.execution.${s}`, `workflow.run.${s}`]),
+          'workflow.run.waiting',
           'workflow.schedule.skipped',
           'workflow.schedule.missed',
           'webhook.endpoint.disabled',

@@ -1898,24 +1898,66 @@ export interface components {
             data: components["schemas"]["ExecutionResponse"][];
             nextCursor: string | null;
         };
+        SleepBody: {
+            /**
+             * @description Seconds to wait (or use until)
+             * @example 3600
+             */
+            seconds?: number;
+            /**
+             * @description JSONata giving an ISO 8601 time to wait until (or use seconds)
+             * @example input.remindAt
+             */
+            until?: string;
+        };
+        SwitchCaseBody: {
+            /**
+             * @description JSONata; the first case that holds is taken
+             * @example input.priority = "high"
+             */
+            when: string;
+            /** @description The steps this case runs */
+            steps: string[];
+        };
+        SwitchBody: {
+            cases: components["schemas"]["SwitchCaseBody"][];
+            /** @description The steps run when no case holds */
+            default?: string[];
+        };
         RetryBody: {
             maxAttempts: number;
             /**
-             * @description Doubles after each attempt
+             * @description The wait after the first failed attempt
              * @default 1000
              */
             backoffMs?: number;
+            /**
+             * @description exponential doubles the wait after each attempt
+             * @default exponential
+             * @enum {string}
+             */
+            backoff?: "fixed" | "exponential";
+            /** @description The longest wait between attempts */
+            maxBackoffMs?: number;
+            /**
+             * @description Error codes tried again (others fail at once); by default UPSTREAM_ERROR, AGENT_TIMEOUT and AGENT_CRASHED
+             * @example [
+             *       "UPSTREAM_ERROR",
+             *       "AGENT_TIMEOUT"
+             *     ]
+             */
+            retryOn?: string[];
         };
         StepBody: {
             /** @example classify */
             id: string;
             /**
              * Format: uuid
-             * @description An agent of the organization (or use action)
+             * @description An agent of the organization (a step has exactly one of agent, action, sleep, switch)
              */
             agent?: string;
             /**
-             * @description <plugin>.<action> (or use agent)
+             * @description <plugin>.<action>
              * @example transform.jsonata
              */
             action?: string;
@@ -1923,8 +1965,12 @@ export interface components {
             with?: {
                 [key: string]: unknown;
             };
+            /** @description A durable wait: no worker is held, a restart does not start it over */
+            sleep?: components["schemas"]["SleepBody"];
+            /** @description A branch: the first case that holds runs its steps; the others' are skipped */
+            switch?: components["schemas"]["SwitchBody"];
             /**
-             * @description JSONata over { input, steps: { <id>: { output } } }
+             * @description JSONata over { input, steps: { <id>: { output, error } } }
              * @example { "text": steps.fetch.output.body }
              */
             input?: string;
@@ -1934,8 +1980,16 @@ export interface components {
              * @example input.priority = "high"
              */
             if?: string;
+            /** @description For agent and action steps; attempts wait without holding a worker */
             retry?: components["schemas"]["RetryBody"];
+            /** @description For agent and action steps */
             timeoutMs?: number;
+            /**
+             * @description continue: the step is failed but the run goes on; later steps read steps.<id>.error
+             * @default fail
+             * @enum {string}
+             */
+            onError?: "fail" | "continue";
         };
         WorkflowDefinitionBody: {
             name: string;
@@ -1952,6 +2006,8 @@ export interface components {
              * @default 3600000
              */
             timeoutMs?: number;
+            /** @description An agent or action step run once when the run fails, with error in its context */
+            onFailure?: components["schemas"]["StepBody"];
         };
         WorkflowResponse: {
             /** Format: uuid */
@@ -1965,6 +2021,7 @@ export interface components {
             steps: components["schemas"]["StepBody"][];
             output: string | null;
             timeoutMs: number;
+            onFailure: components["schemas"]["StepBody"] | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -1984,6 +2041,7 @@ export interface components {
             steps: components["schemas"]["StepBody"][];
             output: string | null;
             timeoutMs: number;
+            onFailure: components["schemas"]["StepBody"] | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -1995,7 +2053,7 @@ export interface components {
         StepRunResponse: {
             id: string;
             /** @enum {string} */
-            status: "pending" | "running" | "succeeded" | "failed" | "skipped" | "canceled";
+            status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "skipped" | "canceled";
             attempts: number;
             /** @description Any JSON */
             input: ({
@@ -2011,6 +2069,13 @@ export interface components {
              * @description An agent step's execution
              */
             executionId: string | null;
+            /** @description When a waiting step goes on (a sleep ends, a retry makes its next attempt) */
+            resumeAt: string | null;
+            /**
+             * @description Why a skipped step was skipped
+             * @example not taken: switch 'route' took case 0
+             */
+            reason: string | null;
             startedAt: string | null;
             finishedAt: string | null;
         };
@@ -2021,7 +2086,7 @@ export interface components {
             workflowId: string;
             workflowVersion: number;
             /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+            status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
             input: ({
                 [key: string]: unknown;
@@ -2046,7 +2111,7 @@ export interface components {
             workflowId: string;
             workflowVersion: number;
             /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+            status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
             input: ({
                 [key: string]: unknown;
@@ -2362,7 +2427,7 @@ export interface components {
             /** Format: uuid */
             runId: string;
             /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+            status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description The run output (sync mode, once finished) */
             output?: ({
                 [key: string]: unknown;
@@ -8142,7 +8207,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only runs created at or after this time */
                 since?: string;
             };
@@ -8394,7 +8459,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only runs created at or after this time */
                 since?: string;
                 /** @description Only this workflow's runs (one of another organization finds none) */

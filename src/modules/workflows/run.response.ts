@@ -12,6 +12,15 @@ export class StepRunResponse {
   @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) output!: unknown;
   @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent step's execution" }) executionId!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'When a waiting step goes on (a sleep ends, a retry makes its next attempt)' })
+  resumeAt!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Why a skipped step was skipped',
+    example: "not taken: switch 'route' took case 0",
+  })
+  reason!: string | null;
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
 
@@ -24,6 +33,8 @@ export class StepRunResponse {
       output: s.output,
       error: s.error,
       executionId: s.executionId,
+      resumeAt: s.resumeAt?.toISOString() ?? null,
+      reason: s.reason,
       startedAt: s.startedAt?.toISOString() ?? null,
       finishedAt: s.finishedAt?.toISOString() ?? null,
     };

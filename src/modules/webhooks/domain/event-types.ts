@@ -45,7 +45,7 @@ const run = {
     id: { type: 'string', format: 'uuid' },
     workflowId: { type: 'string', format: 'uuid' },
     workflowVersion: { type: 'integer' },
-    status: { enum: ['succeeded', 'failed', 'timed_out', 'canceled'] },
+    status: { enum: ['waiting', 'succeeded', 'failed', 'timed_out', 'canceled'] },
     input: {},
     error: failure,
     triggeredBy: { type: 'object' },
@@ -99,9 +99,11 @@ export const EVENT_TYPES: readonly EventType[] = [
       links: { self: `/api/agents/${ids.agent}/history/${ids.execution}` },
     },
   })),
-  ...STATUSES.map((status) => ({
+  ...(['waiting', ...STATUSES] as const).map((status) => ({
     type: `workflow.run.${status}`,
-    ...finished('run', status),
+    ...(status === 'waiting'
+      ? { description: 'A workflow run let go of its worker until a step goes on (a sleep, the backoff before a retry)' }
+      : finished('run', status)),
     schema: run,
     example: {
       id: ids.execution,
@@ -111,12 +113,12 @@ export const EVENT_TYPES: readonly EventType[] = [
       input: { n: 5 },
       output: status === 'succeeded' ? { n: 13 } : null,
       outputTruncated: false,
-      error: status === 'succeeded' ? null : { code: 'STEP_FAILED', message: '...' },
+      error: status === 'succeeded' || status === 'waiting' ? null : { code: 'STEP_FAILED', message: '...' },
       triggeredBy: { type: 'user', id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e' },
       createdAt: at,
       startedAt: at,
-      finishedAt: at,
-      durationMs: 30,
+      finishedAt: status === 'waiting' ? null : at,
+      durationMs: status === 'waiting' ? null : 30,
       links: { self: `/api/workflows/${ids.agent}/runs/${ids.execution}` },
     },
   })),

@@ -11,23 +11,68 @@ import { UUID } from '../../../shared/http/uuid-param.pipe';
 
 class RetryBody {
   @ApiProperty({ minimum: 1, maximum: 10 }) maxAttempts!: number;
-  @ApiPropertyOptional({ minimum: 0, maximum: 600000, default: 1000, description: 'Doubles after each attempt' }) backoffMs?: number;
+  @ApiPropertyOptional({ minimum: 0, maximum: 600000, default: 1000, description: 'The wait after the first failed attempt' })
+  backoffMs?: number;
+  @ApiPropertyOptional({
+    enum: ['fixed', 'exponential'],
+    default: 'exponential',
+    description: 'exponential doubles the wait after each attempt',
+  })
+  backoff?: 'fixed' | 'exponential';
+  @ApiPropertyOptional({ minimum: 0, maximum: 3600000, description: 'The longest wait between attempts' }) maxBackoffMs?: number;
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['UPSTREAM_ERROR', 'AGENT_TIMEOUT'],
+    description: 'Error codes tried again (others fail at once); by default UPSTREAM_ERROR, AGENT_TIMEOUT and AGENT_CRASHED',
+  })
+  retryOn?: string[];
+}
+
+class SleepBody {
+  @ApiPropertyOptional({ minimum: 1, maximum: 86400, example: 3600, description: 'Seconds to wait (or use until)' }) seconds?: number;
+  @ApiPropertyOptional({ example: 'input.remindAt', description: 'JSONata giving an ISO 8601 time to wait until (or use seconds)' })
+  until?: string;
+}
+
+class SwitchCaseBody {
+  @ApiProperty({ example: 'input.priority = "high"', description: 'JSONata; the first case that holds is taken' }) when!: string;
+  @ApiProperty({ type: [String], description: 'The steps this case runs' }) steps!: string[];
+}
+
+class SwitchBody {
+  @ApiProperty({ type: [SwitchCaseBody], maxItems: 50 }) cases!: SwitchCaseBody[];
+  @ApiPropertyOptional({ type: [String], description: 'The steps run when no case holds' }) default?: string[];
 }
 
 class StepBody {
   @ApiProperty({ pattern: '^[a-z][a-z0-9_-]*$', example: 'classify' }) id!: string;
-  @ApiPropertyOptional({ format: 'uuid', description: 'An agent of the organization (or use action)' }) agent?: string;
-  @ApiPropertyOptional({ example: 'transform.jsonata', description: '<plugin>.<action> (or use agent)' }) action?: string;
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'An agent of the organization (a step has exactly one of agent, action, sleep, switch)',
+  })
+  agent?: string;
+  @ApiPropertyOptional({ example: 'transform.jsonata', description: '<plugin>.<action>' }) action?: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The action's config" }) with?: JsonObject;
+  @ApiPropertyOptional({ type: SleepBody, description: 'A durable wait: no worker is held, a restart does not start it over' })
+  sleep?: SleepBody;
+  @ApiPropertyOptional({ type: SwitchBody, description: "A branch: the first case that holds runs its steps; the others' are skipped" })
+  switch?: SwitchBody;
   @ApiPropertyOptional({
     example: '{ "text": steps.fetch.output.body }',
-    description: 'JSONata over { input, steps: { <id>: { output } } }',
+    description: 'JSONata over { input, steps: { <id>: { output, error } } }',
   })
   input?: string;
   @ApiPropertyOptional({ type: [String] }) needs?: string[];
   @ApiPropertyOptional({ example: 'input.priority = "high"', description: 'JSONata; false skips the step' }) if?: string;
-  @ApiPropertyOptional({ type: RetryBody }) retry?: RetryBody;
-  @ApiPropertyOptional({ minimum: 100, maximum: 3600000 }) timeoutMs?: number;
+  @ApiPropertyOptional({ type: RetryBody, description: 'For agent and action steps; attempts wait without holding a worker' })
+  retry?: RetryBody;
+  @ApiPropertyOptional({ minimum: 100, maximum: 3600000, description: 'For agent and action steps' }) timeoutMs?: number;
+  @ApiPropertyOptional({
+    enum: ['fail', 'continue'],
+    default: 'fail',
+    description: 'continue: the step is failed but the run goes on; later steps read steps.<id>.error',
+  })
+  onError?: 'fail' | 'continue';
 }
 
 /**
@@ -43,6 +88,9 @@ export class WorkflowDefinitionBody {
   @ApiProperty({ type: [StepBody], maxItems: 100 }) @Allow() steps!: StepDefinition[];
   @ApiPropertyOptional({ description: 'JSONata over { input, steps }; every step output by id when absent' }) @Allow() output?: string;
   @ApiPropertyOptional({ minimum: 1000, maximum: 86400000, default: 3600000, description: 'The whole run' }) @Allow() timeoutMs?: number;
+  @ApiPropertyOptional({ type: StepBody, description: 'An agent or action step run once when the run fails, with error in its context' })
+  @Allow()
+  onFailure?: StepDefinition;
 }
 
 export class RunHistoryQuery extends PageQuery {
@@ -74,6 +122,7 @@ export class WorkflowResponse {
   @ApiProperty({ type: [StepBody] }) steps!: StepDefinition[];
   @ApiProperty({ type: String, nullable: true }) output!: string | null;
   @ApiProperty() timeoutMs!: number;
+  @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
@@ -104,6 +153,7 @@ export class WorkflowVersionResponse {
   @ApiProperty({ type: [StepBody] }) steps!: StepDefinition[];
   @ApiProperty({ type: String, nullable: true }) output!: string | null;
   @ApiProperty() timeoutMs!: number;
+  @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
 
@@ -130,5 +180,6 @@ function definitionFields(d: WorkflowDefinition) {
     steps: d.steps,
     output: d.output ?? null,
     timeoutMs: d.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default,
+    onFailure: d.onFailure ?? null,
   };
 }

@@ -143,7 +143,7 @@ describe('RunEngine', () => {
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,
-      steps: definition.steps.map((s) => ({
+      steps: [...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => ({
         id: s.id,
         status: 'pending',
         attempts: 0,
@@ -195,7 +195,7 @@ describe('RunEngine', () => {
     const waits: Date[] = [];
     for (;;) {
       const result = await execute(committed(run));
-      if (!result || !('later' in result)) return { result, waits };
+      if (!result || typeof result !== 'object' || !('later' in result)) return { result, waits };
       waits.push(result.later.at);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, result.later.at.getTime() - Date.now())));
     }
@@ -330,6 +330,110 @@ describe('RunEngine', () => {
     expect(failure(result)).toMatchObject({ code: 'STEP_FAILED', message: expect.stringContaining("Step 'a' failed: UPSTREAM_ERROR") });
     // No backoff: the next attempt follows at once, in the same worker.
     expect(statuses('a')).toEqual(['running#1', 'running#2', 'failed']);
+  });
+
+  it('sleeps without holding the worker: the run answers later at the due time, and goes on from there once resumed', async () => {
+    const run = startedRun({
+      name: 'nap',
+      steps: [
+        { id: 'a', action: 'test.step' },
+        { id: 'nap', sleep: { seconds: 1 }, needs: ['a'] },
+        { id: 'b', action: 'test.step', needs: ['nap'] },
+      ],
+    });
+    const began = Date.now();
+
+    const first = await execute(run);
+    expect(first).toEqual({ later: { at: expect.any(Date), error: null } });
+    const due = (first as { later: { at: Date } }).later.at.getTime();
+    expect(due - began).toBeGreaterThanOrEqual(1000);
+    expect(due - began).toBeLessThan(2000);
+    expect(statuses('nap')).toEqual(['waiting#1']);
+    expect(capability.callsOf('b')).toHaveLength(0);
+
+    // Resumed before its time (a wake-up too early) it waits again, for the same time: the wait does not start over.
+    expect(await execute(committed(run))).toEqual({ later: { at: new Date(due), error: null } });
+
+    const { result } = await executeThroughWaits(run);
+    expect(result).toMatchObject({ status: 'succeeded', output: { nap: { until: new Date(due).toISOString() } } });
+    expect(capability.callsOf('a')).toHaveLength(1);
+    expect(capability.callsOf('b')).toHaveLength(1);
+  });
+
+  it('takes the first switch case that holds, skips the other branches with the reason, and runs a join of both', async () => {
+    const run = startedRun({
+      name: 'route',
+      steps: [
+        {
+          id: 'route',
+          switch: {
+            cases: [
+              { when: 'input.go', steps: ['fast'] },
+              { when: 'true', steps: ['slow'] },
+            ],
+            default: ['never'],
+          },
+        },
+        { id: 'fast', action: 'test.step' },
+        { id: 'slow', action: 'test.step' },
+        { id: 'never', action: 'test.step' },
+        { id: 'after-slow', action: 'test.step', needs: ['slow'] },
+        { id: 'after-fast', action: 'test.step', needs: ['fast'] },
+        { id: 'join', action: 'test.step', needs: ['fast', 'slow'] },
+      ],
+    });
+
+    const result = await execute(run);
+
+    expect(result).toMatchObject({ status: 'succeeded', output: { route: { case: 1, steps: ['slow'] } } });
+    expect(capability.calls.map((c) => c.stepId).sort()).toEqual(['after-slow', 'join', 'slow']);
+    expect(runs.stepWrites('after-fast')).toEqual([
+      expect.objectContaining({ status: 'skipped', reason: 'not taken: it needs only steps not taken' }),
+    ]);
+    expect(runs.stepWrites('fast')).toEqual([
+      expect.objectContaining({ status: 'skipped', reason: "not taken: switch 'route' took case 1" }),
+    ]);
+    expect(runs.stepWrites('never')).toEqual([
+      expect.objectContaining({ status: 'skipped', reason: "not taken: switch 'route' took case 1" }),
+    ]);
+    expect(runs.stepWrites('after-slow').map((w) => w.status)).toEqual(['running', 'succeeded']);
+  });
+
+  it('goes on past a step that fails with onError continue; later steps read its error and the run succeeds', async () => {
+    capability.script('bad', fail('INVALID_INPUT'));
+    const run = startedRun({
+      name: 'continue',
+      steps: [
+        { id: 'bad', action: 'test.step', onError: 'continue' },
+        { id: 'next', action: 'test.step', needs: ['bad'], input: 'steps.bad.error.code' },
+      ],
+    });
+
+    const result = await execute(run);
+
+    expect(result).toMatchObject({ status: 'succeeded' });
+    expect(statuses('bad')).toEqual(['running#1', 'failed']);
+    expect(capability.callsOf('next')[0].input).toBe('INVALID_INPUT');
+  });
+
+  it('runs onFailure once when the run fails, with the error in its context', async () => {
+    capability.script('bad', fail('INVALID_INPUT'));
+    const run = startedRun({
+      name: 'on failure',
+      steps: [{ id: 'bad', action: 'test.step' }],
+      onFailure: { id: 'notify', action: 'test.step', input: 'error.code' },
+    });
+
+    const result = await execute(run);
+
+    expect(failure(result).code).toBe('STEP_FAILED');
+    expect(capability.callsOf('notify').map((c) => c.input)).toEqual(['STEP_FAILED']);
+    expect(statuses('notify')).toEqual(['running#1', 'succeeded']);
+    // A new worker taking the failed run up (its worker died before finishing it) does not run onFailure again.
+    const again = await execute(committed(run));
+    expect(failure(again).code).toBe('STEP_FAILED');
+    expect(capability.callsOf('notify')).toHaveLength(1);
+    expect(capability.callsOf('bad')).toHaveLength(1);
   });
 
   it('does not retry a non-retryable failure', async () => {

@@ -2,7 +2,50 @@ import { TriggeredByResponse } from '../../shared/auth/triggered-by.response';
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
 import { ANY_JSON } from '../../shared/http/json-value.schema';
-import { Run, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
+import { Run, RunItem, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
+
+/** A map step's items by status. */
+export class ItemCountsResponse {
+  @ApiProperty() total!: number;
+  @ApiPropertyOptional() pending?: number;
+  @ApiPropertyOptional() running?: number;
+  @ApiPropertyOptional() waiting?: number;
+  @ApiPropertyOptional() succeeded?: number;
+  @ApiPropertyOptional() failed?: number;
+  @ApiPropertyOptional() canceled?: number;
+}
+
+/** One item of a map step. */
+export class RunItemResponse {
+  @ApiProperty() index!: number;
+  @ApiProperty({ enum: ['pending', 'running', 'waiting', 'succeeded', 'failed', 'canceled'] }) status!: string;
+  @ApiProperty() attempts!: number;
+  @ApiProperty({ ...ANY_JSON, nullable: true, description: 'Any JSON' }) output!: unknown;
+  @ApiProperty({ type: FailureResponse, nullable: true }) error!: FailureResponse | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "An agent item's execution" }) executionId!: string | null;
+  @ApiProperty({ type: String, nullable: true }) resumeAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
+
+  static of(i: RunItem): RunItemResponse {
+    return {
+      index: i.index,
+      status: i.status,
+      attempts: i.attempts,
+      output: i.output,
+      error: i.error,
+      executionId: i.executionId,
+      resumeAt: i.resumeAt?.toISOString() ?? null,
+      startedAt: i.startedAt?.toISOString() ?? null,
+      finishedAt: i.finishedAt?.toISOString() ?? null,
+    };
+  }
+}
+
+export class RunItemPageResponse {
+  @ApiProperty({ type: [RunItemResponse] }) data!: RunItemResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}
 
 export class StepRunResponse {
   @ApiProperty() id!: string;
@@ -21,6 +64,11 @@ export class StepRunResponse {
     example: "not taken: switch 'route' took case 0",
   })
   reason!: string | null;
+  @ApiPropertyOptional({
+    type: ItemCountsResponse,
+    description: "A map step's items by status (one run's read); page them at .../steps/:stepId/items",
+  })
+  items?: ItemCountsResponse;
   @ApiProperty({ type: String, nullable: true }) startedAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
 
@@ -35,6 +83,7 @@ export class StepRunResponse {
       executionId: s.executionId,
       resumeAt: s.resumeAt?.toISOString() ?? null,
       reason: s.reason,
+      ...(s.items ? { items: s.items } : {}),
       startedAt: s.startedAt?.toISOString() ?? null,
       finishedAt: s.finishedAt?.toISOString() ?? null,
     };

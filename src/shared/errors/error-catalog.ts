@@ -6,6 +6,7 @@
 export const ERROR_CATALOG = {
   VALIDATION_FAILED: { status: 400, when: 'body, query or path fails validation; malformed JSON' },
   WORKFLOW_INVALID: { status: 400, when: 'a workflow definition fails graph checks' },
+  WORKFLOW_CYCLE: { status: 400, when: 'a workflow that would run itself through the workflows its workflow steps start' },
   LICENSE_INVALID: { status: 400, when: 'a license key that fails verification' },
   UNAUTHORIZED: { status: 401, when: 'no token, bad token, bad signature, wrong issuer or audience' },
   TOKEN_EXPIRED: { status: 401, when: 'the access token has expired' },
@@ -27,6 +28,7 @@ export const ERROR_CATALOG = {
   TRIGGER_NOT_FOUND: { status: 404, when: 'no such webhook trigger (of the workflow; or disabled, for its hook)' },
   TRIGGER_EVENT_NOT_FOUND: { status: 404, when: 'no such event of the webhook trigger' },
   RUN_NOT_FOUND: { status: 404, when: 'no such run of the workflow' },
+  STEP_NOT_FOUND: { status: 404, when: 'no such map step in the run' },
   WEBHOOK_NOT_FOUND: { status: 404, when: 'no such webhook in the caller organization' },
   SERVICE_ACCOUNT_NOT_FOUND: { status: 404, when: 'no such service account in the caller organization' },
   API_KEY_NOT_FOUND: { status: 404, when: 'no such API key of the holder (or revoked)' },

@@ -37,6 +37,23 @@ export function decodeCursor(cursor: string): KeysetPosition {
   }
 }
 
+/** A cursor into a list in index order (a map step's items): the last index of the page. */
+export function encodeIndexCursor(index: number): string {
+  return Buffer.from(JSON.stringify([index])).toString('base64url');
+}
+
+export function decodeIndexCursor(cursor: string): number {
+  try {
+    const [index] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown];
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 1_000_000) throw new Error('bad cursor');
+    return index;
+  } catch {
+    throw new DomainError('VALIDATION_FAILED', 'The cursor is not valid', [
+      { path: 'cursor', message: 'cursor must be a value returned as nextCursor' },
+    ]);
+  }
+}
+
 /** Builds a page from `limit + 1` rows fetched in keyset order. */
 export function toPage<T extends KeysetPosition, R>(rows: T[], limit: number, map: (row: T) => R): Page<R> {
   const more = rows.length > limit;

@@ -29,7 +29,7 @@ import {
   WorkflowVersionPageResponse,
   WorkflowVersionResponse,
 } from './workflow.dto';
-import { RunResponse, RunWithStepsResponse } from '../run.response';
+import { RunItemPageResponse, RunItemResponse, RunResponse, RunWithStepsResponse } from '../run.response';
 
 @ApiTags('workflows')
 @ApiBearerAuth()
@@ -177,6 +177,23 @@ export class WorkflowsController {
     @Param('runId', UuidParam) runId: string,
   ): Promise<RunWithStepsResponse> {
     return RunWithStepsResponse.of(await this.runs.get(caller, id, runId));
+  }
+
+  @Get(':id/runs/:runId/steps/:stepId/items')
+  @RequiresScope('workflows:read')
+  @AnyRole()
+  @ApiOperation({ summary: "A map step's items in order: each one's status, attempts, output and error" })
+  @ApiOkResponse({ type: RunItemPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND', 'STEP_NOT_FOUND')
+  async items(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+    @Param('stepId') stepId: string,
+    @Query() query: PageQuery,
+  ): Promise<RunItemPageResponse> {
+    const page = await this.runs.items(caller, id, runId, stepId, query);
+    return { data: page.data.map(RunItemResponse.of), nextCursor: page.nextCursor };
   }
 
   @Post(':id/runs/:runId/cancel')

@@ -17,6 +17,7 @@ import { RunEngine } from './run-engine';
 import { RunJobs } from './run-jobs';
 import { ActionStep } from './steps/action.step';
 import { AgentStep } from './steps/agent.step';
+import { MapStep } from './steps/map.step';
 import { SleepStep } from './steps/sleep.step';
 import { StepKinds } from './steps/step-kinds';
 import { SwitchStep } from './steps/switch.step';
@@ -106,7 +107,13 @@ describe('RunEngine', () => {
     } as unknown as PluginsService;
     // RunJobs is only used by onModuleInit, AgentSteps only by agent steps: these runs have neither.
     const runner = new CapabilityRunner(registry, plugins);
-    const kinds = new StepKinds(new AgentStep({} as AgentSteps), new ActionStep(runner), new SleepStep(), new SwitchStep());
+    const kinds = new StepKinds(
+      new AgentStep({} as AgentSteps),
+      new ActionStep(runner),
+      new SleepStep(),
+      new SwitchStep(),
+      new MapStep(runs),
+    );
     engine = new RunEngine({} as RunJobs, runs, workflows, kinds, runner, expressions);
   });
 

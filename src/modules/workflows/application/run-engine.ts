@@ -5,17 +5,17 @@ import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { Coalescer } from '../../../shared/batching/coalescer';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { CANCELED, Failure, failed, Outcome } from '../../../shared/jobs/outcome';
-import { CapabilityRunner, isRetryable, PluginConfigs } from '../../plugins/application/capability-runner';
+import { CapabilityRunner, PluginConfigs } from '../../plugins/application/capability-runner';
 import { effectiveNeeds, StepDefinition, WorkflowDefinition } from '../domain/definition';
 import { isNotTaken, nextSteps, Run, StepGraph, StepRun, StepStatus } from '../domain/run';
 import { RunRepository, StepWrite, WorkflowRepository } from '../domain/workflow.repository';
 import { RunJobs } from './run-jobs';
 import { StepAnswer, StepContext, StepScope } from './steps/step-kind';
+import { retryWait } from './steps/retry';
 import { StepKinds } from './steps/step-kinds';
 
 /** Steps of one run in flight at once. */
 const MAX_PARALLEL_STEPS = 8;
-const DEFAULT_BACKOFF_MS = 1000;
 /** Largest value an expression (input, if, output) may produce, as JSON: the request body limit. */
 const MAX_EXPRESSION_OUTPUT_BYTES = 1024 * 1024;
 
@@ -248,7 +248,7 @@ export class RunEngine implements OnModuleInit {
     const signal = state.stop.signal;
     const kind = this.kinds.of(step);
     const scope: StepScope = { ...this.scope(state), ...extra };
-    const evaluate = (expression: string) => this.evaluate(run.organizationId, expression, scope, signal);
+    const evaluate = (expression: string, over: StepScope = scope) => this.evaluate(run.organizationId, expression, over, signal);
     const write = async (change: Omit<StepWrite, 'runId' | 'stepId'>) => {
       const applied = await this.stepWrites.add({ runId: run.id, stepId: step.id, ...change });
       if (applied) {
@@ -286,6 +286,7 @@ export class RunEngine implements OnModuleInit {
       input,
       scope,
       executionId,
+      callId: step.id,
       signal,
       pluginConfigs: state.pluginConfigs,
       evaluate,
@@ -309,7 +310,7 @@ export class RunEngine implements OnModuleInit {
       }
       const outcome: Outcome = answer;
       if (outcome.status === 'failed' || outcome.status === 'timed_out') {
-        const wait = this.retryWait(step, outcome, counted, maxAttempts);
+        const wait = retryWait(step.retry, outcome, counted, maxAttempts);
         if (wait !== null && !signal.aborted) {
           if (wait === 0) continue;
           return (await write({
@@ -337,25 +338,6 @@ export class RunEngine implements OnModuleInit {
         ? { status: 'succeeded', output: outcome.output }
         : { status: 'canceled' };
     }
-  }
-
-  /**
-   * The wait before another attempt of a failed one (0: at once), or null when it is not tried
-   * again: its attempts are used up, or its error is not one the step retries (`retryOn`, or
-   * by default those that may pass on another try).
-   */
-  private retryWait(
-    step: StepDefinition,
-    outcome: Exclude<Outcome, { status: 'succeeded' }>,
-    attempt: number,
-    maxAttempts: number,
-  ): number | null {
-    if (attempt >= maxAttempts) return null;
-    const retryOn = step.retry?.retryOn;
-    if (retryOn ? !retryOn.includes(outcome.error.code) : !isRetryable(outcome)) return null;
-    const base = step.retry?.backoffMs ?? DEFAULT_BACKOFF_MS;
-    const wait = step.retry?.backoff === 'fixed' ? base : base * 2 ** (attempt - 1);
-    return Math.min(wait, step.retry?.maxBackoffMs ?? Number.MAX_SAFE_INTEGER);
   }
 
   private async recordFailure(

@@ -6,9 +6,9 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
-import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
-import { Run } from '../domain/run';
+import { Run, RunItem } from '../domain/run';
 import { HistoryFilter, RunRepository, WorkflowRepository } from '../domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
 import { workflowNotFound, WorkflowsService } from './workflows.service';
@@ -60,6 +60,18 @@ export class RunsService {
   async history(caller: Principal, workflowId: string, page: PageRequest, filter: Omit<HistoryFilter, 'workflowId'>): Promise<Page<Run>> {
     if (!(await this.workflowRows.existed(caller.organizationId, workflowId))) throw workflowNotFound();
     return this.runs.history(caller.organizationId, page, { ...filter, workflowId });
+  }
+
+  /** A page of a map step's items, in order; STEP_NOT_FOUND unless the run has the step and it is a map that began. */
+  async items(caller: Principal, workflowId: string, runId: string, stepId: string, page: PageRequest): Promise<Page<RunItem>> {
+    const run = await this.get(caller, workflowId, runId);
+    if (!run.steps.find((s) => s.id === stepId)?.items)
+      throw new DomainError('STEP_NOT_FOUND', `The run has no map step '${stepId}' with items`);
+    const after = page.cursor ? decodeIndexCursor(page.cursor) : -1;
+    const rows = await this.runs.itemPage(runId, stepId, after, page.limit + 1);
+    const more = rows.length > page.limit;
+    const data = more ? rows.slice(0, page.limit) : rows;
+    return { data, nextCursor: more ? encodeIndexCursor(data[data.length - 1].index) : null };
   }
 
   /** The caller's organization's runs across workflows (`filter.workflowId` narrows to one; an unknown one finds none). */

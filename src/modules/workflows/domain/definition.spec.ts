@@ -1,13 +1,14 @@
 import { rootFieldsUnder } from '../../../shared/expressions/expression-check';
 import { ActionStep } from '../application/steps/action.step';
 import { AgentStep } from '../application/steps/agent.step';
+import { MapStep } from '../application/steps/map.step';
 import { SleepStep } from '../application/steps/sleep.step';
 import { SwitchStep } from '../application/steps/switch.step';
 import { DefinitionContext, definitionProblems, findCycle } from './definition';
 import { nextSteps, StepGraph, StepStatus } from './run';
 
 // The kinds' save-time rules need none of their collaborators.
-const kinds = [new AgentStep(null as never), new ActionStep(null as never), new SleepStep(), new SwitchStep()];
+const kinds = [new AgentStep(null as never), new ActionStep(null as never), new SleepStep(), new SwitchStep(), new MapStep(null as never)];
 
 const context: DefinitionContext = {
   kinds,

@@ -25,8 +25,10 @@ export interface StepDefinition {
   with?: JsonObject;
   /** ...or a durable wait... */
   sleep?: { seconds?: number; until?: string };
-  /** ...or a branch: the first case that holds runs its steps, the others' are skipped. */
+  /** ...or a branch: the first case that holds runs its steps, the others' are skipped... */
   switch?: { cases: Array<{ when: string; steps: string[] }>; default?: string[] };
+  /** ...or a step run for each item of an array, `concurrency` at a time. */
+  map?: { over: string; step: Omit<StepDefinition, 'id'> & { id?: string }; concurrency?: number; skipFailures?: boolean };
   /** JSONata over `{ input, steps: { <id>: { output, error } } }`; the run input when absent. */
   input?: string;
   needs?: string[];
@@ -61,6 +63,8 @@ export const WORKFLOW_LIMITS = {
   maxBackoffMs: 3600 * 1000,
   sleepSeconds: 24 * 3600,
   switchCases: 50,
+  mapItems: 10_000,
+  mapConcurrency: 100,
 } as const;
 
 export const STEP_ID = '^[a-z][a-z0-9_-]{0,62}$';
@@ -225,6 +229,39 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
     for (const p of context.schemaProblems(def.inputSchema, 'inputSchema')) add(p.path, p.message);
   }
   if (def.onFailure) problems.push(...onFailureProblems(def, ids, context));
+  return problems;
+}
+
+/**
+ * A step inside another (a map's): its shape as a step's (its id may be left out), then the
+ * checks of `stepProblems`; it has no needs, if or onError of its own, and `inner` names the
+ * kinds it may be.
+ */
+export function innerStepProblems(
+  step: unknown,
+  at: string,
+  context: DefinitionContext,
+  workflow: WorkflowDefinition,
+  inner: { id: string; kinds: string[] },
+): ErrorDetail[] {
+  let schema = schemas.get(context.kinds);
+  if (!schema) schemas.set(context.kinds, (schema = definitionSchema(context.kinds)));
+  const stepSchema = (schema.properties as { onFailure: JsonObject }).onFailure;
+  const candidate = { id: inner.id, ...(step as JsonObject) };
+  const shape = schemaProblems(stepSchema, candidate, at).map((d) => ({
+    ...d,
+    path: d.path.replace(/\.(\d+)(?=\.|$)/g, '[$1]'),
+    message: d.message.replace(/\.(\d+)(?=[. ]|$)/g, '[$1]'),
+  }));
+  if (shape.length) return shape;
+  const checked = candidate as unknown as StepDefinition;
+  const problems = stepProblems(checked, at, context, workflow);
+  const kind = kindOf(checked, context.kinds);
+  if (kind && !inner.kinds.includes(kind.key))
+    problems.push({ path: at, message: `${at} may be ${inner.kinds.join(', ')}; '${kind.key}' cannot be one` });
+  for (const field of ['needs', 'if', 'onError'] as const) {
+    if (checked[field] !== undefined) problems.push({ path: `${at}.${field}`, message: `${at} takes no ${field}` });
+  }
   return problems;
 }
 

@@ -20,9 +20,27 @@ export interface StepRun {
   resumeAt: Date | null;
   /** Why a step was skipped. */
   reason: string | null;
+  /** A map step's items by status (on one run's read). */
+  items?: ItemCounts;
   startedAt: Date | null;
   finishedAt: Date | null;
 }
+
+/** One item of a map step. */
+export interface RunItem {
+  index: number;
+  status: Exclude<StepStatus, 'skipped'>;
+  attempts: number;
+  output: unknown;
+  error: Failure | null;
+  executionId: string | null;
+  resumeAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A map step's items by status. */
+export type ItemCounts = Partial<Record<RunItem['status'], number>> & { total: number };
 
 export interface Run {
   id: string;

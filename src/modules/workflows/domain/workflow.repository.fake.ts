@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Failure } from '../../../shared/jobs/outcome';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { isRunFinished, Run } from './run';
+import { isRunFinished, Run, RunItem } from './run';
 import { Workflow, WorkflowProps } from './workflow';
 import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun, WorkflowRepository, WorkflowVersion } from './workflow.repository';
 
@@ -99,7 +99,7 @@ export class InMemoryWorkflowRepository extends WorkflowRepository {
  * Runs in memory, for unit specs. It keeps the runs it is given, not copies, so a spec can
  * compare what it answers with `toBe`. `cancel` is guarded on the run being unfinished, as the
  * SQL one is. Step writes are recorded, not applied to the stored runs: a write applies unless
- * its run was canceled. The worker's other methods (`start`, `wait`, `finish`, `unfinished`,
+ * its run was canceled. The worker's other methods (`start`, `wait`, `finish`, `unfinished`, map items,
  * `moveToJob`, `abandon`) are not faked yet.
  */
 export class InMemoryRunRepository extends RunRepository {
@@ -184,5 +184,25 @@ export class InMemoryRunRepository extends RunRepository {
 
   async abandon(): Promise<Run | null> {
     notFaked('abandon');
+  }
+
+  async beginItems(): Promise<boolean> {
+    notFaked('beginItems');
+  }
+
+  async openItems(): Promise<RunItem[]> {
+    notFaked('openItems');
+  }
+
+  async allItems(): Promise<RunItem[]> {
+    notFaked('allItems');
+  }
+
+  async writeItems(): Promise<boolean[]> {
+    notFaked('writeItems');
+  }
+
+  async itemPage(): Promise<RunItem[]> {
+    notFaked('itemPage');
   }
 }

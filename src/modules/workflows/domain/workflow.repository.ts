@@ -1,7 +1,7 @@
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { Run, RunStatus, StepStatus } from './run';
+import { Run, RunItem, RunStatus, StepStatus } from './run';
 import { WorkflowDefinition } from './definition';
 import { Workflow } from './workflow';
 
@@ -48,6 +48,19 @@ export interface StepWrite {
   reason?: string | null;
 }
 
+/** A change of one map item, guarded like a step's. */
+export interface ItemWrite {
+  runId: string;
+  stepId: string;
+  index: number;
+  status: RunItem['status'];
+  attempts: number;
+  output?: unknown;
+  error?: Failure | null;
+  executionId?: string | null;
+  resumeAt?: Date | null;
+}
+
 /** An unfinished run as the reconciler sees it. */
 export interface UnfinishedRun {
   id: string;
@@ -89,4 +102,14 @@ export abstract class RunRepository {
   abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]>;
   abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
   abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null>;
+  /** A map step begins: `running`, with the items it goes over as its input, and a `pending` record per item. False when the run no longer runs. */
+  abstract beginItems(runId: string, stepId: string, items: unknown[]): Promise<boolean>;
+  /** The map step's items not yet final, in order. */
+  abstract openItems(runId: string, stepId: string): Promise<RunItem[]>;
+  /** Every item's status, output and error, in order (a map step that ends). */
+  abstract allItems(runId: string, stepId: string): Promise<RunItem[]>;
+  /** Applies item changes; answers, per write, whether it applied. */
+  abstract writeItems(writes: ItemWrite[]): Promise<boolean[]>;
+  /** A page of a map step's items, from after `afterIndex`, in order. */
+  abstract itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]>;
 }

@@ -3,10 +3,10 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { Run, RunStatus, StepRun, StepStatus } from '../domain/run';
+import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun } from '../domain/workflow.repository';
+import { HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun } from '../domain/workflow.repository';
 
 interface RawRun {
   id: string;
@@ -22,6 +22,18 @@ interface RawRun {
   timeout_ms: number;
   triggered_by: Run['triggeredBy'];
   created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+interface RawItem {
+  index: number;
+  status: RunItem['status'];
+  attempts: number;
+  output: unknown;
+  error: Failure | null;
+  execution_id: string | null;
+  resume_at: Date | null;
   started_at: Date | null;
   finished_at: Date | null;
 }
@@ -48,6 +60,10 @@ const ON_A_JOB = `status IN ('queued', 'running')`;
 /** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
 const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END, resume_at = NULL, finished_at = now()`;
 const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
+/** Items of a run that ends and are not final: canceled. */
+const END_ITEMS = (runs: string) =>
+  `UPDATE workflow_run_items i SET status = 'canceled', resume_at = NULL, finished_at = now()
+   FROM ${runs} e WHERE i.run_id = e.id AND i.status IN ('pending', 'running', 'waiting')`;
 
 /** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
 @Injectable()
@@ -86,7 +102,20 @@ export class TypeOrmRunRepository extends RunRepository {
       workflowId,
       id,
     ]);
-    return row ? (await this.withSteps([row]))[0] : null;
+    if (!row) return null;
+    const [run] = await this.withSteps([row]);
+    const counts = await this.query<{ step_id: string; status: RunItem['status']; count: string }>(
+      'SELECT step_id, status, count(*) AS count FROM workflow_run_items WHERE run_id = $1 GROUP BY step_id, status',
+      [id],
+    );
+    for (const c of counts) {
+      const step = run.steps.find((s) => s.id === c.step_id);
+      if (!step) continue;
+      step.items ??= { total: 0 };
+      step.items[c.status] = Number(c.count);
+      step.items.total += Number(c.count);
+    }
+    return run;
   }
 
   async findById(id: string): Promise<Run | null> {
@@ -181,6 +210,7 @@ export class TypeOrmRunRepository extends RunRepository {
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
          FROM finished f WHERE s.run_id = f.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('finished')}
        ) SELECT * FROM finished`,
       [
         JSON.stringify(
@@ -204,6 +234,7 @@ export class TypeOrmRunRepository extends RunRepository {
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
          FROM canceled c WHERE s.run_id = c.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('canceled')}
        ) SELECT * FROM canceled`,
       [organizationId, workflowId, id, json(error)],
     );
@@ -245,10 +276,95 @@ export class TypeOrmRunRepository extends RunRepository {
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
          FROM gone g WHERE s.run_id = g.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('gone')}
        ) SELECT * FROM gone`,
       [id, jobId, json(error)],
     );
     return rows.length ? this.findById(id) : null;
+  }
+
+  async beginItems(runId: string, stepId: string, items: unknown[]): Promise<boolean> {
+    const rows = await this.query<{ step_id: string }>(
+      `WITH begun AS (
+         UPDATE workflow_run_steps s
+         SET status = 'running', input = $3, attempts = 1, started_at = COALESCE(s.started_at, now())
+         FROM workflow_runs r
+         WHERE r.id = $1 AND r.status = 'running' AND s.run_id = $1 AND s.step_id = $2 AND ${OPEN_STEPS}
+         RETURNING s.step_id
+       ), items AS (
+         INSERT INTO workflow_run_items (run_id, step_id, index, status)
+         SELECT $1, $2, i, 'pending' FROM begun, generate_series(0, $4::int - 1) AS i
+         ON CONFLICT DO NOTHING
+       ) SELECT * FROM begun`,
+      [runId, stepId, JSON.stringify(items), items.length],
+    );
+    return rows.length > 0;
+  }
+
+  openItems(runId: string, stepId: string): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 AND status IN ('pending', 'running', 'waiting') ORDER BY index`, [runId, stepId]);
+  }
+
+  allItems(runId: string, stepId: string): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 ORDER BY index`, [runId, stepId]);
+  }
+
+  itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 AND index > $3 ORDER BY index LIMIT $4`, [runId, stepId, afterIndex, limit]);
+  }
+
+  async writeItems(writes: ItemWrite[]): Promise<boolean[]> {
+    const rows = await this.query<{ run_id: string; step_id: string; index: number }>(
+      `WITH w AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS w(run_id uuid, step_id text, index int, status text, attempts int, output jsonb, error jsonb, execution_id uuid, resume_at timestamptz)
+       ), done AS (
+         UPDATE workflow_run_items i SET
+           status = w.status,
+           attempts = w.attempts,
+           output = CASE WHEN w.status = 'succeeded' THEN w.output ELSE NULL END,
+           error = NULLIF(w.error, 'null'::jsonb),
+           execution_id = COALESCE(w.execution_id, i.execution_id),
+           resume_at = w.resume_at,
+           started_at = COALESCE(i.started_at, now()),
+           finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
+         WHERE i.run_id = w.run_id AND i.step_id = w.step_id AND i.index = w.index AND i.status IN ('pending', 'running', 'waiting')
+         RETURNING i.run_id, i.step_id, i.index
+       ) SELECT * FROM done`,
+      [
+        JSON.stringify(
+          writes.map((w) => ({
+            run_id: w.runId,
+            step_id: w.stepId,
+            index: w.index,
+            status: w.status,
+            attempts: w.attempts,
+            output: w.output ?? null,
+            error: w.error ?? null,
+            execution_id: w.executionId ?? null,
+            resume_at: w.resumeAt ?? null,
+          })),
+        ),
+      ],
+    );
+    const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}:${r.index}`));
+    return writes.map((w) => applied.has(`${w.runId}:${w.stepId}:${w.index}`));
+  }
+
+  private async items(where: string, params: unknown[]): Promise<RunItem[]> {
+    const rows = await this.query<RawItem>(`SELECT * FROM workflow_run_items WHERE ${where}`, params);
+    return rows.map((r) => ({
+      index: r.index,
+      status: r.status,
+      attempts: r.attempts,
+      output: r.output,
+      error: r.error,
+      executionId: r.execution_id,
+      resumeAt: r.resume_at,
+      startedAt: r.started_at,
+      finishedAt: r.finished_at,
+    }));
   }
 
   private async withSteps(rows: RawRun[]): Promise<Run[]> {

@@ -76,6 +76,26 @@ export class RunStepRow {
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }
 
+/** One item of a map step: its own status, attempts and output, committed as it ends. */
+@Entity('workflow_run_items')
+export class RunItemRow {
+  @PrimaryColumn('uuid', { name: 'run_id', primaryKeyConstraintName: 'PK_workflow_run_items' }) runId!: string;
+  @ManyToOne(() => RunRow, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'run_id', foreignKeyConstraintName: 'FK_workflow_run_items_run' })
+  run?: RunRow;
+  @PrimaryColumn('varchar', { name: 'step_id', length: 64, primaryKeyConstraintName: 'PK_workflow_run_items' }) stepId!: string;
+  /** The item's place in the array the map went over. */
+  @PrimaryColumn('integer', { primaryKeyConstraintName: 'PK_workflow_run_items' }) index!: number;
+  @Column('varchar', { length: 16 }) status!: string;
+  @Column('integer', { default: 0 }) attempts!: number;
+  @Column('jsonb', { nullable: true }) output!: unknown;
+  @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
+  @Column('uuid', { name: 'execution_id', nullable: true }) executionId!: string | null;
+  @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}
+
 /** A workflow's cron schedule; `next_fire_at` is what workers claim, under FOR UPDATE SKIP LOCKED. */
 @Entity('workflow_schedules')
 @Index('workflow_schedules_workflow_created_idx', ['workflowId', 'createdAt', 'id'])

@@ -27,7 +27,7 @@ export class ActionStep implements StepKind {
       .map((p) => ({ path: `${at}.with${p.path ? `.${p.path}` : ''}`, message: `step '${step.id}': ${p.message}` }));
   }
 
-  async run({ run, step, input, signal, pluginConfigs }: StepContext): Promise<StepAnswer> {
+  async run({ run, step, input, signal, pluginConfigs, callId }: StepContext): Promise<StepAnswer> {
     return this.runner.run({
       kind: 'actions',
       qualified: step.action!,
@@ -36,9 +36,9 @@ export class ActionStep implements StepKind {
       config: step.with ?? {},
       input,
       timeoutMs: step.timeoutMs ?? ACTION_TIMEOUT_MS,
-      idempotencyKey: `${run.id}:${step.id}`,
+      idempotencyKey: `${run.id}:${callId}`,
       cancel: signal,
-      context: { runId: run.id, stepId: step.id },
+      context: { runId: run.id, stepId: callId },
     });
   }
 }

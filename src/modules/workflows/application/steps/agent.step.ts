@@ -25,14 +25,14 @@ export class AgentStep implements StepKind {
   }
 
   async run(context: StepContext): Promise<StepAnswer> {
-    const { run, step, input, signal, pluginConfigs, executionId } = context;
+    const { run, step, input, signal, pluginConfigs, executionId, callId } = context;
     const agent = await this.agent(context);
     if (!agent) return { status: 'failed', error: { code: 'AGENT_NOT_FOUND', message: `Agent ${step.agent} no longer exists` } };
     return this.agentSteps.attempt({
       agent,
       executionId: executionId!,
       runId: run.id,
-      stepId: step.id,
+      stepId: callId,
       input,
       timeoutMs: step.timeoutMs ?? agent.timeoutMs,
       pluginConfig: await pluginConfigs.get(run.organizationId, agent.kind),

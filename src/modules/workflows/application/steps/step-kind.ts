@@ -9,6 +9,9 @@ export interface StepScope {
   steps: Record<string, { output?: unknown; error?: Failure }>;
   /** The run's failure, in `onFailure`. */
   error?: Failure;
+  /** A map's item and its place, in the map's inner step. */
+  item?: unknown;
+  index?: number;
 }
 
 /** What a step kind's `run()` gets: the narrow view of its run. */
@@ -24,11 +27,13 @@ export interface StepContext {
   scope: StepScope;
   /** The agent execution of the step, for kinds that keep one. */
   executionId: string | null;
+  /** The step's id, or `<step>:<index>` for a map's item: what its calls out are keyed by (`<runId>:<callId>`). */
+  callId: string;
   /** Aborted when the run stops (cancel, timeout, a lost lease, another step's failure). */
   signal: AbortSignal;
   pluginConfigs: PluginConfigs;
-  /** A JSONata expression over the scope: its value, or why it failed. */
-  evaluate(expression: string): Promise<{ value: unknown } | { error: Failure }>;
+  /** A JSONata expression over the scope (or another, an item's): its value, or why it failed. */
+  evaluate(expression: string, scope?: StepScope): Promise<{ value: unknown } | { error: Failure }>;
   /** A value loaded once per run and worker (an agent's record). */
   memo<T>(key: string, load: () => Promise<T>): Promise<T>;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { kindOf, StepDefinition } from '../../domain/definition';
 import { ActionStep } from './action.step';
 import { AgentStep } from './agent.step';
+import { MapStep } from './map.step';
 import { SleepStep } from './sleep.step';
 import { StepKind } from './step-kind';
 import { SwitchStep } from './switch.step';
@@ -11,8 +12,9 @@ import { SwitchStep } from './switch.step';
 export class StepKinds {
   readonly all: readonly StepKind[];
 
-  constructor(agent: AgentStep, action: ActionStep, sleep: SleepStep, branch: SwitchStep) {
-    this.all = [agent, action, sleep, branch];
+  constructor(agent: AgentStep, action: ActionStep, sleep: SleepStep, branch: SwitchStep, map: MapStep) {
+    this.all = [agent, action, sleep, branch, map];
+    map.useKinds(this);
   }
 
   /** The kind of a saved (so valid) step. */
@@ -23,4 +25,4 @@ export class StepKinds {
   }
 }
 
-export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, StepKinds];
+export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, MapStep, StepKinds];

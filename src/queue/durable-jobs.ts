@@ -93,6 +93,13 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   lost: Failure;
   /** The event a record reaching its final status raises, written in the same transaction as the status (outbox). */
   event?(finished: R): PlatformEvent | null;
+  /**
+   * In the transaction that ends records (finish, cancel, abandon): what else their end moves
+   * (a parent waiting for them); answers what to do once it committed.
+   */
+  ended?(records: R[]): Promise<(() => void) | void>;
+  /** In the transaction that parks a record: when its job starts, brought forward when what it waits for already happened. */
+  resumeAt?(parked: R, at: Date): Promise<Date>;
 }
 
 /**
@@ -187,7 +194,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   ) {
     this.metrics = new JobMetrics(core.metrics, definition.metrics);
     this.logger = new Logger(`Jobs:${definition.name}`);
-    this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes)));
+    this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes), 'end'));
     core.reconciler.register({
       queue: definition.queue,
       unfinished: (olderThanMs, limit) => this.unfinished(olderThanMs, limit),
@@ -262,7 +269,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
    * it, and waiters get the record.
    */
   async cancel(change: () => Promise<R | null>, labels: Labels): Promise<R | null> {
-    const [canceled] = await this.withEvents(async () => [await change()]);
+    const [canceled] = await this.withEvents(async () => [await change()], 'end');
     if (!canceled) return null;
     this.core.signals.publish(this.topic('canceled'), canceled.id);
     this.announceFinished(canceled, labels);
@@ -376,18 +383,20 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     const { id, organizationId } = recordOf(attempt);
     const toJobId = randomUUID();
     const group = await this.core.shares.group(organizationId);
+    let startAt = at;
     const [waiting] = await this.withEvents(async () => {
       const parked = await records.wait!(id, fromJobId, toJobId, at, error);
       if (parked) {
+        startAt = (await this.definition.resumeAt?.(parked, at)) ?? at;
         const priority = this.core.shares.priority(organizationId);
-        await this.core.queue.send(queue, jobData(id), { ...resumeOptions(parked), id: toJobId, group, priority, startAt: at });
+        await this.core.queue.send(queue, jobData(id), { ...resumeOptions(parked), id: toJobId, group, priority, startAt });
       }
       return [parked];
-    }, true);
+    }, 'park');
     if (!waiting) return;
     // A kind that shows the wait as a status of its own counts it (a delivery's retry stays `queued`).
     if (waiting.status === 'waiting') this.metrics.reached(labels, 'waiting');
-    if (at.getTime() <= Date.now()) this.wake();
+    if (startAt.getTime() <= Date.now()) this.wake();
   }
 
   private async finish(id: string, outcome: Outcome, labels: Labels): Promise<void> {
@@ -410,20 +419,26 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   }
 
   private async abandon(orphan: UnfinishedRecord & { labels: Labels }): Promise<boolean> {
-    const [abandoned] = await this.withEvents(async () => [
-      await this.definition.records.abandon(orphan.id, orphan.jobId, this.definition.lost),
-    ]);
+    const [abandoned] = await this.withEvents(
+      async () => [await this.definition.records.abandon(orphan.id, orphan.jobId, this.definition.lost)],
+      'end',
+    );
     if (abandoned) this.announceFinished(abandoned, orphan.labels);
     return abandoned !== null;
   }
 
-  /** Runs a status change and writes the events of the records it changed, in one transaction (`atomic`: a transaction even without events). */
-  private async withEvents(change: () => Promise<Array<R | null>>, atomic = false): Promise<Array<R | null>> {
-    const { event } = this.definition;
-    if (!event && !atomic) return change();
+  /**
+   * Runs a status change and writes the events of the records it changed, in one transaction:
+   * with what the kind's end moves when it `end`s records; a `park` is one even without events.
+   */
+  private async withEvents(change: () => Promise<Array<R | null>>, what: 'end' | 'park'): Promise<Array<R | null>> {
+    const { event, ended } = this.definition;
+    if (!event && !(what === 'end' && ended) && what !== 'park') return change();
     let published = false;
+    let committed: (() => void) | void = undefined;
     const finished = await this.core.txHost.withTransaction(async () => {
       const records = await change();
+      if (what === 'end' && ended) committed = await ended(records.filter((r): r is R => r !== null));
       const events = event
         ? records.flatMap((record) => (record ? [event(record)] : [])).filter((e): e is PlatformEvent => e !== null)
         : [];
@@ -432,6 +447,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       return records;
     });
     if (published) this.core.outbox.committed();
+    (committed as (() => void) | void)?.();
     return finished;
   }
 

@@ -64,6 +64,7 @@ export class StepRunResponse {
     example: "not taken: switch 'route' took case 0",
   })
   reason!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "A workflow step's child run" }) childRunId!: string | null;
   @ApiPropertyOptional({
     type: ItemCountsResponse,
     description: "A map step's items by status (one run's read); page them at .../steps/:stepId/items",
@@ -83,6 +84,7 @@ export class StepRunResponse {
       executionId: s.executionId,
       resumeAt: s.resumeAt?.toISOString() ?? null,
       reason: s.reason,
+      childRunId: s.childRunId,
       ...(s.items ? { items: s.items } : {}),
       startedAt: s.startedAt?.toISOString() ?? null,
       finishedAt: s.finishedAt?.toISOString() ?? null,
@@ -105,6 +107,8 @@ export class RunResponse {
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
   @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
   @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run whose workflow step started this one' })
+  parentRunId!: string | null;
 
   static of(run: Run, withSteps = true): RunResponse {
     return {
@@ -121,6 +125,7 @@ export class RunResponse {
       finishedAt: run.finishedAt?.toISOString() ?? null,
       durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
       triggeredBy: run.triggeredBy,
+      parentRunId: run.parentRunId,
     };
   }
 }

@@ -8,6 +8,7 @@ import { TriggersController } from './api/triggers.controller';
 import { WorkflowsController } from './api/workflows.controller';
 import { RunEngine } from './application/run-engine';
 import { STEP_KIND_PROVIDERS } from './application/steps/step-kinds';
+import { ChildRuns } from './application/steps/workflow.step';
 import { RunJobs } from './application/run-jobs';
 import { RunsService } from './application/runs.service';
 import { Scheduler } from './application/scheduler';
@@ -31,6 +32,7 @@ import { TypeOrmWorkflowRepository } from './infrastructure/typeorm-workflow.rep
     RunsService,
     RunEngine,
     ...STEP_KIND_PROVIDERS,
+    { provide: ChildRuns, useExisting: RunsService },
     RunJobs,
     SchedulesService,
     Scheduler,

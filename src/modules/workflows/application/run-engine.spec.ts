@@ -18,6 +18,7 @@ import { RunJobs } from './run-jobs';
 import { ActionStep } from './steps/action.step';
 import { AgentStep } from './steps/agent.step';
 import { MapStep } from './steps/map.step';
+import { WorkflowStep } from './steps/workflow.step';
 import { SleepStep } from './steps/sleep.step';
 import { StepKinds } from './steps/step-kinds';
 import { SwitchStep } from './steps/switch.step';
@@ -113,6 +114,7 @@ describe('RunEngine', () => {
       new SleepStep(),
       new SwitchStep(),
       new MapStep(runs),
+      new WorkflowStep(runs, null as never),
     );
     engine = new RunEngine({} as RunJobs, runs, workflows, kinds, runner, expressions);
   });
@@ -147,6 +149,8 @@ describe('RunEngine', () => {
       timeoutMs: changes.timeoutMs ?? 60_000,
       jobId: randomUUID(),
       triggeredBy: { type: 'user', id: 'user-1' },
+      parentRunId: null,
+      depth: 0,
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,
@@ -160,6 +164,7 @@ describe('RunEngine', () => {
         executionId: null,
         resumeAt: null,
         reason: null,
+        childRunId: null,
         startedAt: null,
         finishedAt: null,
         ...changes.steps?.find((c) => c.id === s.id),

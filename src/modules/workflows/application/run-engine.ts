@@ -22,6 +22,13 @@ const MAX_EXPRESSION_OUTPUT_BYTES = 1024 * 1024;
 type StepResult =
   { status: 'succeeded'; output: unknown } | { status: 'failed'; error: Failure } | { status: 'skipped' | 'canceled' | 'waiting' };
 
+/** How a run's steps stopped: a failure, or steps that wait (until `resumeAt`, or an event when null), or done. */
+interface Ended {
+  failure: Failure | null;
+  waits: boolean;
+  resumeAt: Date | null;
+}
+
 /** A saved definition as the engine walks it, built once per version and process. */
 interface Plan {
   definition: WorkflowDefinition;
@@ -41,6 +48,8 @@ interface RunState {
   errors: Map<string, Failure>;
   /** Steps skipped because a switch did not take their branch. */
   notTaken: Set<string>;
+  /** Steps waiting for an event (a child run) that this worker found still waiting: not asked again until the run resumes. */
+  checked: Set<string>;
   /** Aborted on cancel, timeout or a lost lease. */
   halt: AbortController;
   /** Aborted with `halt`, and when a step fails the run. */
@@ -90,14 +99,14 @@ export class RunEngine implements OnModuleInit {
     const haltAll = () => state.halt.abort();
     state.halt.signal.addEventListener('abort', () => state.stop.abort(), { once: true });
     for (const signal of [cancel, timeout, lease]) signal.addEventListener('abort', haltAll, { once: true });
-    let ended: { failure: Failure | null; resumeAt: Date | null };
+    let ended: Ended;
     try {
       // A failure a worker recorded before it died fails the run without running more steps.
       const failure = this.recordedFailure(state);
-      ended = failure ? { failure, resumeAt: null } : await this.runSteps(state);
+      ended = failure ? { failure, waits: false, resumeAt: null } : await this.runSteps(state);
       if (ended.failure && plan.definition.onFailure && !state.halt.signal.aborted) {
         const onFailure = await this.runOnFailure(state, plan.definition.onFailure, ended.failure);
-        if (onFailure) ended = { failure: ended.failure, resumeAt: onFailure };
+        if (onFailure) ended = { failure: ended.failure, waits: true, resumeAt: onFailure };
       }
     } finally {
       for (const signal of [cancel, timeout, lease]) signal.removeEventListener('abort', haltAll);
@@ -107,7 +116,7 @@ export class RunEngine implements OnModuleInit {
     if (cancel.aborted || (lease.aborted && !timeout.aborted)) return null;
     if (timeout.aborted) return { status: 'timed_out', error: runTimedOut(run) };
     // Waits end at the run's bound at the latest: it then times out.
-    if (ended.resumeAt) return later(new Date(Math.min(ended.resumeAt.getTime(), deadline)));
+    if (ended.waits) return later(new Date(Math.min(ended.resumeAt?.getTime() ?? deadline, deadline)));
     if (ended.failure) return { status: 'failed', error: ended.failure };
     const output = await this.output(state);
     return 'error' in output ? { status: 'failed', error: output.error } : { status: 'succeeded', output: output.value };
@@ -124,6 +133,7 @@ export class RunEngine implements OnModuleInit {
       outputs: new Map(run.steps.filter((s) => s.status === 'succeeded').map((s) => [s.id, s.output])),
       errors: new Map(run.steps.filter((s) => s.status === 'failed' && s.error).map((s) => [s.id, s.error!])),
       notTaken: new Set(run.steps.filter((s) => s.status === 'skipped' && isNotTaken(s.reason)).map((s) => s.id)),
+      checked: new Set(),
       halt: new AbortController(),
       stop: new AbortController(),
       memo: new Map(),
@@ -135,7 +145,7 @@ export class RunEngine implements OnModuleInit {
    * Runs the graph until nothing more can run now; answers the failure that stopped it, or the
    * earliest time a waiting step goes on.
    */
-  private async runSteps(state: RunState): Promise<{ failure: Failure | null; resumeAt: Date | null }> {
+  private async runSteps(state: RunState): Promise<Ended> {
     const { run, plan } = state;
     const inflight = new Map<string, Promise<void>>();
     let failure: Failure | null = null;
@@ -188,8 +198,9 @@ export class RunEngine implements OnModuleInit {
     // Whatever still runs was aborted with the run: let it end before the run is recorded.
     await Promise.allSettled([...inflight.values()]);
     if (thrown) throw (thrown as { error: unknown }).error;
-    if (failure || state.stop.signal.aborted) return { failure, resumeAt: null };
-    return { failure: null, resumeAt: this.nextResume(state) };
+    if (failure || state.stop.signal.aborted) return { failure, waits: false, resumeAt: null };
+    const waits = [...state.status.values()].includes('waiting');
+    return { failure: null, waits, resumeAt: this.nextResume(state) };
   }
 
   /** Writes skipped steps with their reasons; false when the run no longer runs. */
@@ -205,18 +216,24 @@ export class RunEngine implements OnModuleInit {
     return true;
   }
 
-  /** Waiting steps whose time has come. */
+  /** Waiting steps whose time has come, and those waiting for an event not yet asked since the run resumed. */
   private due(state: RunState): string[] {
     const now = Date.now();
     return [...state.status]
-      .filter(([id, status]) => status === 'waiting' && (state.records.get(id)?.resumeAt?.getTime() ?? 0) <= now)
+      .filter(([id, status]) => {
+        if (status !== 'waiting' || state.checked.has(id)) return false;
+        const resumeAt = state.records.get(id)?.resumeAt;
+        return !resumeAt || resumeAt.getTime() <= now;
+      })
       .map(([id]) => id);
   }
 
+  /** The earliest time a waiting step goes on; null when none waits for a time. */
   private nextResume(state: RunState): Date | null {
-    const times = [...state.status]
-      .filter(([, status]) => status === 'waiting')
-      .map(([id]) => state.records.get(id)?.resumeAt?.getTime() ?? Date.now());
+    const times = [...state.status].flatMap(([id, status]) => {
+      const resumeAt = status === 'waiting' ? state.records.get(id)?.resumeAt : null;
+      return resumeAt ? [resumeAt.getTime()] : [];
+    });
     return times.length ? new Date(Math.min(...times)) : null;
   }
 
@@ -303,8 +320,10 @@ export class RunEngine implements OnModuleInit {
       const counted = kind.callsOut || !resuming ? attempt : (record?.attempts ?? 1);
       if (kind.callsOut && !(await write({ status: 'running', attempts: counted, input, executionId }))) return { status: 'canceled' };
       const answer: StepAnswer = await kind.run(context(counted));
+      const child = answer.childRunId ? { childRunId: answer.childRunId } : {};
       if (answer.status === 'waiting') {
-        return (await write({ status: 'waiting', attempts: counted, input, resumeAt: answer.resumeAt }))
+        if (!answer.resumeAt) state.checked.add(step.id);
+        return (await write({ status: 'waiting', attempts: counted, input, resumeAt: answer.resumeAt, ...child }))
           ? { status: 'waiting' }
           : { status: 'canceled' };
       }
@@ -330,11 +349,11 @@ export class RunEngine implements OnModuleInit {
       if (outcome.status === 'canceled' || (signal.aborted && outcome.status !== 'succeeded')) return { status: 'canceled' };
       // A step that calls out recorded its attempt as it began.
       const attempts = kind.callsOut ? {} : { attempts: counted };
-      if (outcome.status !== 'succeeded') return this.recordFailure(write, outcome.error, attempts);
+      if (outcome.status !== 'succeeded') return this.recordFailure(write, outcome.error, { ...attempts, ...child });
       // Branches not taken are skipped first (again after a crash, the same choice skips only what is left).
       const notTaken = answer.status === 'succeeded' ? (answer.notTaken ?? []).filter((n) => state.status.get(n.id) === 'pending') : [];
       if (notTaken.length && !(await this.skip(state, notTaken))) return { status: 'canceled' };
-      return (await write({ status: 'succeeded', ...attempts, output: outcome.output }))
+      return (await write({ status: 'succeeded', ...attempts, ...child, output: outcome.output }))
         ? { status: 'succeeded', output: outcome.output }
         : { status: 'canceled' };
     }
@@ -343,9 +362,9 @@ export class RunEngine implements OnModuleInit {
   private async recordFailure(
     write: (change: Omit<StepWrite, 'runId' | 'stepId'>) => Promise<boolean>,
     error: Failure,
-    attempts: { attempts?: number } = {},
+    fields: Pick<StepWrite, 'attempts' | 'childRunId'> = {},
   ): Promise<StepResult> {
-    return (await write({ status: 'failed', error, ...attempts })) ? { status: 'failed', error } : { status: 'canceled' };
+    return (await write({ status: 'failed', error, ...fields })) ? { status: 'failed', error } : { status: 'canceled' };
   }
 
   /** What expressions see: the run input, and each finished step's output (or error). */

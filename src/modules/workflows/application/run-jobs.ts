@@ -5,6 +5,8 @@ import { Run } from '../domain/run';
 import { RunRepository, UnfinishedRun } from '../domain/workflow.repository';
 import { RunResponse } from '../run.response';
 
+const RUN_QUEUE = 'workflow-run';
+
 /** Times a lost worker may cost a run before it is failed. */
 export const RUN_LOST_WORKER_ALLOWANCE = 5;
 
@@ -23,14 +25,15 @@ export function runJobOptions(run: { timeoutMs: number }) {
 /**
  * Workflow runs as a kind of durable job: one job per run on `workflow-run`, kept alive by a
  * heartbeat; steps are not jobs of their own, the run's job carries them. A run whose steps all
- * wait (a sleep, a retry's backoff) answers `later` and goes on with a new job at the time.
+ * wait (a sleep, a retry's backoff, a child run) answers `later` and goes on with a new job at
+ * the time, or sooner when a child it waits for ends.
  */
 @Injectable()
 export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
   constructor(core: DurableJobs, runs: RunRepository) {
     super(core, {
       name: 'run',
-      queue: 'workflow-run',
+      queue: RUN_QUEUE,
       batchSize: 8,
       share: 'runs',
       records: runs,
@@ -43,6 +46,14 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       resumeOptions: runJobOptions,
       recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
       lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
+      // A child's end wakes its parent waiting for it; a parent parking while its child just ended is not put off.
+      ended: async (ended) => {
+        const parents = [...new Set(ended.flatMap((run) => (run.parentRunId ? [run.parentRunId] : [])))];
+        if (!parents.length) return;
+        const woken = await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents));
+        if (woken) return () => core.queue.wake(RUN_QUEUE);
+      },
+      resumeAt: async (run, at) => ((await runs.childEnded(run.id)) ? new Date() : at),
       event: (run) => ({
         organizationId: run.organizationId,
         type: `workflow.run.${run.status}`,

@@ -4,13 +4,14 @@ import { Injectable } from '@nestjs/common';
 import { Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { CANCELED } from '../../../shared/jobs/outcome';
+import { CANCELED, Failure } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { Run, RunItem } from '../domain/run';
 import { HistoryFilter, RunRepository, WorkflowRepository } from '../domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
+import { ChildRuns } from './steps/workflow.step';
 import { workflowNotFound, WorkflowsService } from './workflows.service';
 
 export interface RunRequest {
@@ -24,17 +25,21 @@ export interface RunRequest {
   version?: number | null;
   /** The run's id, when the caller recorded it already (a trigger's event). */
   runId?: string;
+  /** The run whose workflow step starts this one, and its depth. */
+  parent?: { runId: string; depth: number };
 }
 
 export function runNotFound(): DomainError {
   return new DomainError('RUN_NOT_FOUND', 'No such run of this workflow');
 }
 
+const PARENT_CANCELED: Failure = { code: 'CANCELED', message: 'The run that started it was canceled' };
+
 /** Workflow versions a process keeps read (oldest read first out). */
 const VERSIONS_KEPT = 1000;
 
 @Injectable()
-export class RunsService {
+export class RunsService implements ChildRuns {
   private readonly versions = new Map<string, { version: number; definition: WorkflowDefinition }>();
 
   constructor(
@@ -79,9 +84,12 @@ export class RunsService {
     return this.runs.history(caller.organizationId, page, filter);
   }
 
-  /** Queued or running -> canceled; running steps are aborted through their signal and never recorded as done. */
+  /**
+   * Queued, running or waiting -> canceled; running steps are aborted through their signal and
+   * never recorded as done. The runs its workflow steps started are canceled with it.
+   */
   async cancel(caller: Principal, workflowId: string, id: string): Promise<Run> {
-    const canceled = await this.jobs.cancel(() => this.runs.cancel(caller.organizationId, workflowId, id, CANCELED), {});
+    const canceled = await this.cancelTree(caller.organizationId, workflowId, id, CANCELED);
     if (!canceled) {
       const run = await this.get(caller, workflowId, id);
       throw new DomainError('NOT_CANCELABLE', `The run is already ${run.status} and cannot be canceled`);
@@ -89,9 +97,31 @@ export class RunsService {
     return canceled;
   }
 
+  private async cancelTree(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
+    const canceled = await this.jobs.cancel(() => this.runs.cancel(organizationId, workflowId, id, error), {});
+    if (!canceled) return null;
+    for (const child of await this.runs.unfinishedChildren(id)) {
+      await this.cancelTree(child.organizationId, child.workflowId, child.id, PARENT_CANCELED);
+    }
+    return canceled;
+  }
+
   /** After the transaction of an `enqueue` committed: counted, its worker woken, waited for up to `waitSeconds`. */
   settle(submitted: Submitted<Run>, waitSeconds: number): Promise<Run> {
     return this.jobs.settle(submitted, {}, waitSeconds);
+  }
+
+  /** A workflow step's child run: recorded and queued, then counted and its worker woken; a repeat of `key` answers the first. */
+  async startChild(parent: Run, workflowId: string, input: unknown, key: string): Promise<string> {
+    const submitted = await this.enqueue(parent.organizationId, {
+      workflowId,
+      input,
+      idempotencyKey: key,
+      triggeredBy: { type: 'workflow_run', id: parent.id },
+      parent: { runId: parent.id, depth: parent.depth },
+    });
+    await this.settle(submitted, 0);
+    return submitted.record.id;
   }
 
   /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */
@@ -118,6 +148,8 @@ export class RunsService {
         timeoutMs,
         jobId: randomUUID(),
         triggeredBy: request.triggeredBy,
+        parentRunId: request.parent?.runId ?? null,
+        depth: request.parent ? request.parent.depth + 1 : 0,
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
@@ -131,6 +163,7 @@ export class RunsService {
           executionId: null,
           resumeAt: null,
           reason: null,
+          childRunId: null,
           startedAt: null,
           finishedAt: null,
         })),

@@ -9,7 +9,8 @@ import { AgentsService, AgentUsage } from '../../agents/application/agents.servi
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
-import { DefinitionContext, JsonObject } from '../domain/definition';
+import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
+import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { StepKinds } from './steps/step-kinds';
 import { ScheduleRepository } from '../domain/schedule.repository';
 import { TriggerRepository } from '../domain/trigger.repository';
@@ -67,8 +68,37 @@ export class WorkflowsService implements OnModuleInit {
   async redefine(caller: Principal, id: string, definition: unknown): Promise<Workflow> {
     const workflow = await this.get(caller.organizationId, id);
     workflow.redefine(definition, await this.context(caller.organizationId, definition));
+    await this.refuseCycle(workflow);
     await this.workflows.addVersion(workflow, caller.userId);
     return workflow;
+  }
+
+  /**
+   * WORKFLOW_CYCLE when the workflow's workflow steps, through the current versions of the
+   * workflows they start, would start it again (a new workflow cannot be reached yet).
+   */
+  private async refuseCycle(workflow: Workflow): Promise<void> {
+    const { organizationId, id } = workflow.toProps();
+    const seen = new Map<string, string[]>([[id, [workflow.definition.name]]]);
+    const queue: Array<{ definition: WorkflowDefinition; path: string[] }> = [
+      { definition: workflow.definition, path: [workflow.definition.name] },
+    ];
+    for (let next = queue.shift(); next && seen.size <= MAX_WORKFLOWS_FOLLOWED; next = queue.shift()) {
+      for (const called of startedWorkflows(next.definition)) {
+        if (called === id) {
+          throw new DomainError(
+            'WORKFLOW_CYCLE',
+            `The workflow would start itself: ${[...next.path, workflow.definition.name].join(' -> ')}`,
+          );
+        }
+        if (seen.has(called)) continue;
+        const found = await this.workflows.find(organizationId, called);
+        if (!found) continue;
+        const path = [...next.path, found.definition.name];
+        seen.set(called, path);
+        queue.push({ definition: found.definition, path });
+      }
+    }
   }
 
   async versions(caller: Principal, id: string, page: PageRequest): Promise<Page<WorkflowVersion>> {
@@ -90,18 +120,26 @@ export class WorkflowsService implements OnModuleInit {
   /** What the definition's references resolve to in this organization, looked up once. */
   private async context(organizationId: string, definition: unknown): Promise<DefinitionContext> {
     const { steps, onFailure } = (definition ?? {}) as { steps?: unknown; onFailure?: unknown };
-    const agentIds = [...(Array.isArray(steps) ? steps : []), onFailure].flatMap((s) =>
-      typeof (s as JsonObject | undefined)?.agent === 'string' ? [(s as JsonObject).agent as string] : [],
-    );
-    const [agents, installed] = await Promise.all([
-      this.agents.existingIds(organizationId, agentIds),
+    const all = [...(Array.isArray(steps) ? steps : []), onFailure] as Array<JsonObject | undefined>;
+    const referenced = (field: string) =>
+      all.flatMap((s) => (typeof s?.[field] === 'string' ? [s[field] as string] : []).concat(innerReference(s, field)));
+    const [agents, installed, workflows] = await Promise.all([
+      this.agents.existingIds(organizationId, referenced('agent')),
       this.plugins.installedSlugs(organizationId),
+      Promise.all(
+        [...new Set(referenced('workflow'))]
+          .filter((id) => UUID.test(id))
+          .slice(0, WORKFLOW_LIMITS.steps)
+          .map(async (id) => ((await this.workflows.find(organizationId, id)) ? id : null)),
+      ),
     ]);
     const existing = new Set(agents);
+    const existingWorkflows = new Set(workflows);
     const installedSlugs = new Set(installed);
     return {
       kinds: this.kinds.all,
       agentExists: (id) => existing.has(id),
+      workflowExists: (id) => existingWorkflows.has(id),
       action: (qualified) => {
         if (!installedSlugs.has(qualified.split('.', 1)[0])) return 'plugin-not-installed';
         return this.registry.capability('actions', qualified) ? 'ok' : 'unknown';
@@ -113,4 +151,18 @@ export class WorkflowsService implements OnModuleInit {
       schemaProblems: (schema, root) => tenantSchemaProblems(schema, root),
     };
   }
+}
+
+/** Workflows a cycle check follows at most. */
+const MAX_WORKFLOWS_FOLLOWED = 200;
+
+/** The workflows a definition's workflow steps start. */
+function startedWorkflows(definition: WorkflowDefinition): string[] {
+  return definition.steps.flatMap((s) => (s.workflow ? [s.workflow] : []));
+}
+
+/** A reference in a map's inner step. */
+function innerReference(step: JsonObject | undefined, field: string): string[] {
+  const inner = (step?.map as JsonObject | undefined)?.step as JsonObject | undefined;
+  return typeof inner?.[field] === 'string' ? [inner[field] as string] : [];
 }

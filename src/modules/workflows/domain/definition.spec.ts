@@ -2,17 +2,26 @@ import { rootFieldsUnder } from '../../../shared/expressions/expression-check';
 import { ActionStep } from '../application/steps/action.step';
 import { AgentStep } from '../application/steps/agent.step';
 import { MapStep } from '../application/steps/map.step';
+import { WorkflowStep } from '../application/steps/workflow.step';
 import { SleepStep } from '../application/steps/sleep.step';
 import { SwitchStep } from '../application/steps/switch.step';
 import { DefinitionContext, definitionProblems, findCycle } from './definition';
 import { nextSteps, StepGraph, StepStatus } from './run';
 
 // The kinds' save-time rules need none of their collaborators.
-const kinds = [new AgentStep(null as never), new ActionStep(null as never), new SleepStep(), new SwitchStep(), new MapStep(null as never)];
+const kinds = [
+  new AgentStep(null as never),
+  new ActionStep(null as never),
+  new SleepStep(),
+  new SwitchStep(),
+  new MapStep(null as never),
+  new WorkflowStep(null as never, null as never),
+];
 
 const context: DefinitionContext = {
   kinds,
   agentExists: (id) => id === '00000000-0000-4000-8000-000000000001',
+  workflowExists: () => false,
   action: (q) => (q === 'transform.jsonata' ? 'ok' : q.startsWith('llm.') ? 'plugin-not-installed' : 'unknown'),
   actionConfigProblems: (_q, config) => (typeof config.expression === 'string' ? [] : [{ path: 'expression', message: 'is required' }]),
   compileProblem: (e) => (e.includes('(') && !e.includes(')') ? 'does not compile at position 1' : null),

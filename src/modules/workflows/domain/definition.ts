@@ -27,6 +27,9 @@ export interface StepDefinition {
   sleep?: { seconds?: number; until?: string };
   /** ...or a branch: the first case that holds runs its steps, the others' are skipped... */
   switch?: { cases: Array<{ when: string; steps: string[] }>; default?: string[] };
+  /** ...or a run of another workflow, as a child (waited for unless `wait` is false)... */
+  workflow?: string;
+  wait?: boolean;
   /** ...or a step run for each item of an array, `concurrency` at a time. */
   map?: { over: string; step: Omit<StepDefinition, 'id'> & { id?: string }; concurrency?: number; skipFailures?: boolean };
   /** JSONata over `{ input, steps: { <id>: { output, error } } }`; the run input when absent. */
@@ -142,6 +145,8 @@ export interface DefinitionContext {
   kinds: readonly StepKindRules[];
   /** The agent exists in the caller's organization. */
   agentExists(id: string): boolean;
+  /** The workflow exists in the caller's organization. */
+  workflowExists(id: string): boolean;
   /** `ok`, or why the action cannot be used. */
   action(qualified: string): 'ok' | 'plugin-not-installed' | 'unknown';
   /** Problems of an action's `with` (paths relative to it). */

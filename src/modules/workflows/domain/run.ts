@@ -1,4 +1,4 @@
-import type { ApiTrigger, ScheduleTrigger, WebhookTrigger } from '../../../shared/auth/principal';
+import type { Trigger } from '../../../shared/auth/principal';
 import { Failure } from '../../../shared/jobs/outcome';
 
 export const RUN_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
@@ -20,6 +20,8 @@ export interface StepRun {
   resumeAt: Date | null;
   /** Why a step was skipped. */
   reason: string | null;
+  /** The run a workflow step started. */
+  childRunId: string | null;
   /** A map step's items by status (on one run's read). */
   items?: ItemCounts;
   startedAt: Date | null;
@@ -56,7 +58,11 @@ export interface Run {
   /** The run's bound, from its version. */
   timeoutMs: number;
   jobId: string | null;
-  triggeredBy: ApiTrigger | ScheduleTrigger | WebhookTrigger;
+  triggeredBy: Trigger;
+  /** The run whose workflow step started this one. */
+  parentRunId: string | null;
+  /** 0, or its parent's + 1. */
+  depth: number;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;

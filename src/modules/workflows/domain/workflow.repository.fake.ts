@@ -186,6 +186,18 @@ export class InMemoryRunRepository extends RunRepository {
     notFaked('abandon');
   }
 
+  async waitingParents(): Promise<string[]> {
+    notFaked('waitingParents');
+  }
+
+  async childEnded(): Promise<boolean> {
+    notFaked('childEnded');
+  }
+
+  async unfinishedChildren(): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {
+    return [];
+  }
+
   async beginItems(): Promise<boolean> {
     notFaked('beginItems');
   }

@@ -46,6 +46,8 @@ export interface StepWrite {
   resumeAt?: Date | null;
   /** A `skipped` step's reason (cleared by any other write). */
   reason?: string | null;
+  /** The run a workflow step started (kept once set). */
+  childRunId?: string | null;
 }
 
 /** A change of one map item, guarded like a step's. */
@@ -110,6 +112,16 @@ export abstract class RunRepository {
   abstract allItems(runId: string, stepId: string): Promise<RunItem[]>;
   /** Applies item changes; answers, per write, whether it applied. */
   abstract writeItems(writes: ItemWrite[]): Promise<boolean[]>;
+  /**
+   * In a child's finishing transaction: locks its waiting parents (so a parent that is only
+   * now parking waits for this commit, then sees the child final) and answers the jobs of
+   * those that wait, to start now.
+   */
+  abstract waitingParents(parentIds: string[]): Promise<string[]>;
+  /** Whether a child the run's waiting steps wait for has ended (checked as the run parks). */
+  abstract childEnded(runId: string): Promise<boolean>;
+  /** The run's children that are not final. */
+  abstract unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>>;
   /** A page of a map step's items, from after `afterIndex`, in order. */
   abstract itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]>;
 }

@@ -21,6 +21,8 @@ interface RawRun {
   job_id: string | null;
   timeout_ms: number;
   triggered_by: Run['triggeredBy'];
+  parent_run_id: string | null;
+  depth: number;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -49,6 +51,7 @@ interface RawStep {
   execution_id: string | null;
   resume_at: Date | null;
   reason: string | null;
+  child_run_id: string | null;
   started_at: Date | null;
   finished_at: Date | null;
 }
@@ -76,8 +79,8 @@ export class TypeOrmRunRepository extends RunRepository {
     // One statement for the run and its steps: one round trip for every run started.
     await this.query(
       `WITH run AS (
-         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10) RETURNING id)
+         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13) RETURNING id)
        INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
        SELECT run.id, step_id, position - 1, 'pending', 0 FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)`,
       [
@@ -92,6 +95,8 @@ export class TypeOrmRunRepository extends RunRepository {
         json(run.triggeredBy),
         run.createdAt,
         run.steps.map((s) => s.id),
+        run.parentRunId,
+        run.depth,
       ],
     );
   }
@@ -161,7 +166,7 @@ export class TypeOrmRunRepository extends RunRepository {
       `WITH w AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb)
            AS w(run_id uuid, step_id text, status text, attempts int, input jsonb, has_input boolean,
-                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text)
+                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text, child_run_id uuid)
        ), done AS (
          UPDATE workflow_run_steps s SET
            status = w.status,
@@ -172,6 +177,7 @@ export class TypeOrmRunRepository extends RunRepository {
            execution_id = COALESCE(w.execution_id, s.execution_id),
            resume_at = w.resume_at,
            reason = w.reason,
+           child_run_id = COALESCE(w.child_run_id, s.child_run_id),
            started_at = CASE WHEN w.status IN ('running', 'waiting') THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
            finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
          FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
@@ -192,6 +198,7 @@ export class TypeOrmRunRepository extends RunRepository {
             execution_id: w.executionId ?? null,
             resume_at: w.resumeAt ?? null,
             reason: w.reason ?? null,
+            child_run_id: w.childRunId ?? null,
           })),
         ),
       ],
@@ -367,6 +374,35 @@ export class TypeOrmRunRepository extends RunRepository {
     }));
   }
 
+  async waitingParents(parentIds: string[]): Promise<string[]> {
+    if (!parentIds.length) return [];
+    // FOR UPDATE in its own statement: a parent parking now is seen once its transaction commits.
+    const rows = await this.query<{ job_id: string | null; status: string }>(
+      'SELECT job_id, status FROM workflow_runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+      [parentIds],
+    );
+    return rows.filter((r) => r.status === 'waiting' && r.job_id).map((r) => r.job_id!);
+  }
+
+  async childEnded(runId: string): Promise<boolean> {
+    const [row] = await this.query<{ ended: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM workflow_run_steps s JOIN workflow_runs c ON c.id = s.child_run_id
+         WHERE s.run_id = $1 AND s.status = 'waiting' AND c.status NOT IN ('queued', 'running', 'waiting')
+       ) AS ended`,
+      [runId],
+    );
+    return row.ended;
+  }
+
+  async unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {
+    const rows = await this.query<{ id: string; workflow_id: string; organization_id: string }>(
+      `SELECT id, workflow_id, organization_id FROM workflow_runs WHERE parent_run_id = $1 AND ${UNFINISHED}`,
+      [runId],
+    );
+    return rows.map((r) => ({ id: r.id, workflowId: r.workflow_id, organizationId: r.organization_id }));
+  }
+
   private async withSteps(rows: RawRun[]): Promise<Run[]> {
     if (!rows.length) return [];
     const steps = await this.query<RawStep>('SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position', [
@@ -402,6 +438,8 @@ function toRun(row: RawRun, steps: StepRun[]): Run {
     jobId: row.job_id,
     timeoutMs: row.timeout_ms,
     triggeredBy: row.triggered_by,
+    parentRunId: row.parent_run_id,
+    depth: row.depth,
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
@@ -420,6 +458,7 @@ function toStep(row: RawStep): StepRun {
     executionId: row.execution_id,
     resumeAt: row.resume_at,
     reason: row.reason,
+    childRunId: row.child_run_id,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
   };

@@ -35,6 +35,8 @@ export class WorkflowVersionRow {
 // GET /api/runs: the organization's runs across workflows.
 @Index('workflow_runs_org_created_idx', ['organizationId', 'createdAt', 'id'])
 @Index('workflow_runs_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
+// A parent's children (a cancel reaches them).
+@Index('workflow_runs_parent_idx', ['parentRunId'], { where: 'parent_run_id IS NOT NULL' })
 export class RunRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
@@ -50,6 +52,10 @@ export class RunRow {
   /** The run's bound, from its version, kept for the queue's lease. */
   @Column('integer', { name: 'timeout_ms' }) timeoutMs!: number;
   @Column('jsonb', { name: 'triggered_by' }) triggeredBy!: { type: string; id: string };
+  /** The run whose workflow step started this one. */
+  @Column('uuid', { name: 'parent_run_id', nullable: true }) parentRunId!: string | null;
+  /** 0 for a run started otherwise; its parent's + 1 for a child. */
+  @Column('integer', { default: 0 }) depth!: number;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
@@ -72,6 +78,8 @@ export class RunStepRow {
   @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
   /** Why a skipped step was skipped. */
   @Column('varchar', { length: 500, nullable: true }) reason!: string | null;
+  /** The run a workflow step started. */
+  @Column('uuid', { name: 'child_run_id', nullable: true }) childRunId!: string | null;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }

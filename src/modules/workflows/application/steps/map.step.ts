@@ -139,7 +139,7 @@ export class MapStep implements StepKind {
     const itemContext = (attempt: number): StepContext => ({
       ...context,
       step: inner,
-      record: { ...item, id: step.id, input, reason: null },
+      record: { ...item, id: step.id, input, reason: null, childRunId: null },
       attempt,
       input,
       scope,
@@ -153,9 +153,9 @@ export class MapStep implements StepKind {
       const counted = kind.callsOut || !resuming ? attempt : item.attempts;
       const answer = await kind.run(itemContext(counted));
       if (answer.status === 'waiting') {
-        return (await write({ status: 'waiting', attempts: counted, resumeAt: answer.resumeAt, executionId }))
-          ? { resumeAt: answer.resumeAt }
-          : { status: 'canceled' };
+        // No kind a map runs waits for an event: a wait has its time.
+        const resumeAt = answer.resumeAt ?? new Date();
+        return (await write({ status: 'waiting', attempts: counted, resumeAt, executionId })) ? { resumeAt } : { status: 'canceled' };
       }
       const outcome: Outcome = answer;
       if (outcome.status === 'failed' || outcome.status === 'timed_out') {

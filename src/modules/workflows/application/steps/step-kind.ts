@@ -47,9 +47,12 @@ export interface NotTaken {
 /** What one call of a kind's `run()` answers. */
 export type StepAnswer =
   /** Final for this attempt: succeeded (with the branches it did not take), or failed, timed out, canceled. */
-  | (Outcome & { notTaken?: NotTaken[] })
-  /** Go on at `resumeAt`: the run lets go of its worker until then (a sleep). */
-  | { status: 'waiting'; resumeAt: Date };
+  | (Outcome & { notTaken?: NotTaken[]; childRunId?: string })
+  /**
+   * Go on at `resumeAt` (a sleep), or when what it waits for wakes the run (null: a child run's
+   * end): the run lets go of its worker until then.
+   */
+  | { status: 'waiting'; resumeAt: Date | null; childRunId?: string };
 
 /**
  * A kind of step: its rules at save (`StepKindRules`) and how it runs. Adding a kind is one

@@ -6,14 +6,15 @@ import { MapStep } from './map.step';
 import { SleepStep } from './sleep.step';
 import { StepKind } from './step-kind';
 import { SwitchStep } from './switch.step';
+import { WorkflowStep } from './workflow.step';
 
 /** The step kinds the engine runs, in the order their names are listed in problems. */
 @Injectable()
 export class StepKinds {
   readonly all: readonly StepKind[];
 
-  constructor(agent: AgentStep, action: ActionStep, sleep: SleepStep, branch: SwitchStep, map: MapStep) {
-    this.all = [agent, action, sleep, branch, map];
+  constructor(agent: AgentStep, action: ActionStep, sleep: SleepStep, branch: SwitchStep, map: MapStep, workflow: WorkflowStep) {
+    this.all = [agent, action, sleep, branch, map, workflow];
     map.useKinds(this);
   }
 
@@ -25,4 +26,4 @@ export class StepKinds {
   }
 }
 
-export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, MapStep, StepKinds];
+export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, MapStep, WorkflowStep, StepKinds];

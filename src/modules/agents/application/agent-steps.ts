@@ -85,6 +85,21 @@ export class AgentSteps {
     });
   }
 
+  /**
+   * Cancels the executions of steps that a run's end left open (a step waiting for its next
+   * attempt holds its execution meanwhile, and no worker is there to end it).
+   */
+  async cancelOwned(executionIds: string[]): Promise<void> {
+    for (const id of executionIds) {
+      const execution = await this.executions.findById(id);
+      if (!execution || isFinished(execution)) continue;
+      const agent = await this.agents.find(execution.organizationId, execution.agentId);
+      await this.jobs.cancel(() => this.executions.cancel(execution.organizationId, execution.agentId, id, CANCELED), {
+        kind: agent?.kind ?? 'unknown',
+      });
+    }
+  }
+
   /** Records the step's final outcome on its execution. */
   async finish(agent: Agent, executionId: string, outcome: Outcome): Promise<void> {
     await this.jobs.finishOwned(executionId, outcome, { kind: agent.kind });

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { AgentSteps } from '../../agents/application/agent-steps';
 import { resourceEventData } from '../../../shared/events/event-data';
 import { Run } from '../domain/run';
 import { RunRepository, UnfinishedRun } from '../domain/workflow.repository';
@@ -30,7 +31,7 @@ export function runJobOptions(run: { timeoutMs: number }) {
  */
 @Injectable()
 export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
-  constructor(core: DurableJobs, runs: RunRepository) {
+  constructor(core: DurableJobs, runs: RunRepository, agentSteps: AgentSteps) {
     super(core, {
       name: 'run',
       queue: RUN_QUEUE,
@@ -47,11 +48,17 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
       lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
       // A child's end wakes its parent waiting for it; a parent parking while its child just ended is not put off.
+      // The agent executions of steps it ended (those waiting for a retry hold theirs) are canceled once it committed.
       ended: async (ended) => {
         const parents = [...new Set(ended.flatMap((run) => (run.parentRunId ? [run.parentRunId] : [])))];
-        if (!parents.length) return;
-        const woken = await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents));
-        if (woken) return () => core.queue.wake(RUN_QUEUE);
+        const woken = parents.length ? await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents)) : 0;
+        const executions = ended.flatMap((run) =>
+          run.steps.filter((s) => s.status === 'canceled' && s.executionId).map((s) => s.executionId!),
+        );
+        return () => {
+          if (woken) core.queue.wake(RUN_QUEUE);
+          if (executions.length) void agentSteps.cancelOwned(executions).catch(() => undefined);
+        };
       },
       resumeAt: async (run, at) => ((await runs.childEnded(run.id)) ? new Date() : at),
       event: (run) => ({

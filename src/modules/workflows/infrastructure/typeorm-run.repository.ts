@@ -61,7 +61,8 @@ const UNFINISHED = `status IN ('queued', 'running', 'waiting')`;
 /** On a job, or due to be: what the reconciler keeps moving (a waiting run's job starts later; it is left alone). */
 const ON_A_JOB = `status IN ('queued', 'running')`;
 /** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
-const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END, resume_at = NULL, finished_at = now()`;
+const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END,
+  reason = CASE WHEN s.status = 'pending' THEN 'the run ended without it' ELSE s.reason END, resume_at = NULL, finished_at = now()`;
 const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
 /** Items of a run that ends and are not final: canceled. */
 const END_ITEMS = (runs: string) =>

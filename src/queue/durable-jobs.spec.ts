@@ -9,7 +9,7 @@ import { JobRef } from '../shared/jobs/job-ref';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
 import { DurableJobKind, DurableJobs, JobRecords, later, RETRY, RunResult, RunSignals } from './durable-jobs';
-import { JobQueue, QueueDefinition, SendOptions } from './job-queue';
+import { JobQueue, QueueDefinition, SendOptions, unhandledQueues } from './job-queue';
 import { DurableRecords, JobReconciler, UnfinishedRecord } from './job-reconciler';
 import { Signals } from './signals';
 import { AppConfig } from '../config/app-config';
@@ -106,6 +106,10 @@ class FakeQueue {
   readonly woken: string[] = [];
   definition?: QueueDefinition<object>;
 
+  readonly declared: string[] = [];
+  declare(name: string): void {
+    this.declared.push(name);
+  }
   register<T extends object>(definition: QueueDefinition<T>): void {
     this.definition = definition as unknown as QueueDefinition<object>;
   }
@@ -442,6 +446,15 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(await queue.deliver(jobFor(thing, lease.signal))).toEqual([{ id: thing.jobId, status: 'failed' }]);
       expect(leaseAborted).toBe(true);
       expect(records.rows.get(thing.id)?.status).toBe('running');
+    });
+  });
+
+  describe('declared queues', () => {
+    it('declares its queue when made, so a boot where nothing calls work() on it fails', () => {
+      expect(queue.declared).toEqual(['things']);
+      expect(unhandledQueues(new Set(queue.declared), new Map())).toEqual(['things']);
+      things.work(async () => ({ status: 'succeeded', output: null }));
+      expect(unhandledQueues(new Set(queue.declared), new Map([['things', queue.definition]]))).toEqual([]);
     });
   });
 

@@ -194,6 +194,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   ) {
     this.metrics = new JobMetrics(core.metrics, definition.metrics);
     this.logger = new Logger(`Jobs:${definition.name}`);
+    core.queue.declare(definition.queue);
     this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes), 'end'));
     core.reconciler.register({
       queue: definition.queue,

@@ -73,6 +73,8 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   private readonly logger = new Logger('JobQueue');
   private readonly boss: PgBoss;
   private readonly definitions = new Map<string, QueueDefinition<object>>();
+  /** Queues jobs are sent to (a durable-job kind's), each of which must have a handler. */
+  private readonly declared = new Set<string>();
   private readonly workers = new Map<string, QueueWorker<object>>();
   private started = false;
 
@@ -146,12 +148,20 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     return this.started;
   }
 
+  /** A queue jobs will be sent to: the boot fails unless something registers its handler. */
+  declare(name: string): void {
+    this.declared.add(name);
+  }
+
   register<T extends object>(definition: QueueDefinition<T>): void {
     if (this.started) throw new Error(`Queue '${definition.name}' registered after the queue started`);
     this.definitions.set(definition.name, definition as unknown as QueueDefinition<object>);
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    const unhandled = unhandledQueues(this.declared, this.definitions);
+    if (unhandled.length)
+      throw new Error(`No worker handles the jobs of queue ${unhandled.map((q) => `'${q}'`).join(', ')}: call work() on its kind`);
     await this.boss.start();
     this.started = true;
     for (const definition of this.definitions.values()) {
@@ -246,6 +256,11 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       ? { executeSql: (text, values) => rowsOf(manager.queryRunner!, text, values) }
       : sharedConnection(manager.connection);
   }
+}
+
+/** The declared queues no definition handles (a kind whose `work()` was never called). */
+export function unhandledQueues(declared: ReadonlySet<string>, registered: ReadonlyMap<string, unknown>): string[] {
+  return [...declared].filter((name) => !registered.has(name));
 }
 
 /** A job's lease, retries and start in pg-boss's terms; lost-worker retries back off from 1 s to a minute. */

@@ -39,6 +39,8 @@ describe('waiting runs under SIGKILL', () => {
     t = await createTestApp({ env: { APP_ROLE: 'api', SECRETS_KEY, OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     db = t.app.get(DataSource);
     org = await t.newOrg('enterprise');
+    // 1,000 runs started and canceled, and the polling between: past the tier's 2,000 requests a minute.
+    expect((await t.http().patch('/api/subscription').set(bearer(org.admin)).send({ rateLimitPerMinute: 20_000 })).status).toBe(200);
     await install(t, org, 'http');
     agent = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/step` }, timeoutMs: 5000, maxAttempts: 1 });
   });

@@ -1,3 +1,4 @@
+import { ON_A_JOB } from '../../../database/durable-table';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { AgentRow } from './agent.orm-entity';
 
@@ -6,7 +7,7 @@ import { AgentRow } from './agent.orm-entity';
 // GET /api/executions: the organization's executions across agents, keyset on (created_at, id).
 @Index('agent_executions_org_created_idx', ['organizationId', 'createdAt', 'id'])
 // The reconciler's scan: only unfinished executions are in this index.
-@Index('agent_executions_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
+@Index('agent_executions_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
 export class ExecutionRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;

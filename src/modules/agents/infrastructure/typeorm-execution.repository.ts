@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DurableTable, rowsOf } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
@@ -24,7 +25,8 @@ interface RawExecution {
   finished_at: Date | null;
 }
 
-const UNFINISHED_SQL = `status IN ('queued', 'running')`;
+const EXECUTIONS = new DurableTable('agent_executions', 'uuid');
+const UNFINISHED_SQL = EXECUTIONS.unfinished;
 
 /** Plain SQL: each status change is one guarded statement, and the worker's path is a few round trips. */
 @Injectable()
@@ -65,9 +67,9 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
       `UPDATE agent_executions e
        SET status = 'running', attempts = e.attempts + 1, started_at = COALESCE(e.started_at, now())
        FROM agents a
-       WHERE (e.id, e.job_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[])) AND a.id = e.agent_id AND e.${UNFINISHED_SQL}
+       WHERE ${EXECUTIONS.startedBy('e')} AND a.id = e.agent_id
        RETURNING e.*, a.kind, a.config, a.timeout_ms, a.max_attempts`,
-      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
+      EXECUTIONS.startParams(jobs),
     );
     return rows.map((row) => ({
       execution: toExecution(row),
@@ -129,24 +131,20 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
   }
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedExecution[]> {
-    const rows = await this.txHost.tx.query<
-      Array<{
-        id: string;
-        organization_id: string;
-        kind: string;
-        job_id: string | null;
-        attempts: number;
-        max_attempts: number;
-        timeout_ms: number;
-      }>
-    >(
-      `SELECT e.id, e.organization_id, a.kind, e.job_id, e.attempts, a.max_attempts, a.timeout_ms
-       FROM agent_executions e JOIN agents a ON a.id = e.agent_id
-       WHERE e.${UNFINISHED_SQL} AND e.created_at < now() - make_interval(secs => $1::double precision / 1000)
-         AND e.triggered_by->>'type' = 'user'
-       ORDER BY e.created_at LIMIT $2`,
-      [olderThanMs, limit],
-    );
+    // A step's execution is its run's to end: only those a user started live on jobs of their own.
+    const rows = await EXECUTIONS.unfinishedOnJobs<{
+      id: string;
+      organization_id: string;
+      kind: string;
+      job_id: string | null;
+      attempts: number;
+      max_attempts: number;
+      timeout_ms: number;
+    }>((sql, params) => this.returning(sql, params), olderThanMs, limit, {
+      columns: 't.id, t.organization_id, a.kind, t.job_id, t.attempts, a.max_attempts, a.timeout_ms',
+      join: 'JOIN agents a ON a.id = t.agent_id',
+      where: "t.triggered_by->>'type' = 'user'",
+    });
     return rows.map((r) => ({
       id: r.id,
       organizationId: r.organization_id,
@@ -158,19 +156,13 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     }));
   }
 
-  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
-    const rows = await this.returning(
-      `UPDATE agent_executions SET job_id = $3, status = 'queued'
-       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED_SQL} RETURNING id`,
-      [id, fromJobId, toJobId],
-    );
-    return rows.length > 0;
+  moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    return EXECUTIONS.moveToJob((sql, params) => this.returning(sql, params), id, fromJobId, toJobId, `status = 'queued'`);
   }
 
   async abandon(id: string, jobId: string | null, error: Failure): Promise<Execution | null> {
     const [row] = await this.returning<RawExecution>(
-      `UPDATE agent_executions SET status = 'failed', error = $3, finished_at = now()
-       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED_SQL} RETURNING *`,
+      `UPDATE agent_executions SET status = 'failed', error = $3, finished_at = now() WHERE ${EXECUTIONS.onItsJob} RETURNING *`,
       [id, jobId, json(error)],
     );
     return row ? toExecution(row) : null;
@@ -182,9 +174,8 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
   }
 
   /** TypeORM answers `[rows, count]` for UPDATE ... RETURNING and plain rows otherwise. */
-  private async returning<T = RawExecution>(sql: string, params: unknown[]): Promise<T[]> {
-    const result = await this.txHost.tx.query<unknown[]>(sql, params);
-    return (Array.isArray(result[0]) ? result[0] : result) as T[];
+  private returning<T = RawExecution>(sql: string, params: unknown[]): Promise<T[]> {
+    return rowsOf<T>(this.txHost.tx, sql, params);
   }
 }
 

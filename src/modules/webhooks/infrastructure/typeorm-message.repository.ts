@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DurableTable, rowsOf } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
@@ -23,7 +24,8 @@ interface RawMessage {
   finished_at: Date | null;
 }
 
-const UNFINISHED = `status IN ('queued', 'running')`;
+const MESSAGES = new DurableTable('webhook_messages', 'text');
+const UNFINISHED = MESSAGES.unfinished;
 const COLUMNS =
   'id, organization_id, endpoint_id, type, payload, status, attempts, job_id, error, next_attempt_at, created_at, finished_at';
 /** What an outcome is recorded as: a delivery canceled because its endpoint is disabled is `skipped`. */
@@ -92,8 +94,8 @@ export class TypeOrmMessageRepository extends MessageRepository {
   async start(jobs: JobRef[]): Promise<StartedDelivery[]> {
     const rows = await this.query<RawMessage>(
       `UPDATE webhook_messages SET status = 'running', attempts = attempts + 1
-       WHERE (id, job_id) IN (SELECT * FROM unnest($1::text[], $2::uuid[])) AND ${UNFINISHED} RETURNING ${COLUMNS}`,
-      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
+       WHERE ${MESSAGES.startedBy()} RETURNING ${COLUMNS}`,
+      MESSAGES.startParams(jobs),
     );
     if (!rows.length) return [];
     const messages = rows.map(toMessage);
@@ -127,27 +129,22 @@ export class TypeOrmMessageRepository extends MessageRepository {
   }
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedMessage[]> {
-    const rows = await this.query<{ id: string; organization_id: string; job_id: string | null; attempts: number }>(
-      `SELECT id, organization_id, job_id, attempts FROM webhook_messages
-       WHERE ${UNFINISHED} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
-       ORDER BY created_at LIMIT $2`,
-      [olderThanMs, limit],
+    const rows = await MESSAGES.unfinishedOnJobs<{ id: string; organization_id: string; job_id: string | null; attempts: number }>(
+      (sql, params) => this.query(sql, params),
+      olderThanMs,
+      limit,
+      { columns: 't.id, t.organization_id, t.job_id, t.attempts' },
     );
     return rows.map((r) => ({ id: r.id, organizationId: r.organization_id, jobId: r.job_id, attempts: r.attempts }));
   }
 
-  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
-    const rows = await this.query(
-      `UPDATE webhook_messages SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING id`,
-      [id, fromJobId, toJobId],
-    );
-    return rows.length > 0;
+  moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    return MESSAGES.moveToJob((sql, params) => this.query(sql, params), id, fromJobId, toJobId);
   }
 
   async abandon(id: string, jobId: string | null, error: Failure): Promise<WebhookMessage | null> {
     const [row] = await this.query<RawMessage>(
-      `UPDATE webhook_messages SET status = 'failed', error = $3, finished_at = now()
-       WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${UNFINISHED} RETURNING ${COLUMNS}`,
+      `UPDATE webhook_messages SET status = 'failed', error = $3, finished_at = now() WHERE ${MESSAGES.onItsJob} RETURNING ${COLUMNS}`,
       [id, jobId, JSON.stringify(error)],
     );
     return row ? toMessage(row) : null;
@@ -272,9 +269,8 @@ export class TypeOrmMessageRepository extends MessageRepository {
   }
 
   /** Rows of a SELECT, or of an UPDATE/DELETE ... RETURNING (which TypeORM answers as [rows, count]). */
-  private async query<T = unknown>(sql: string, params: unknown[]): Promise<T[]> {
-    const result = await this.txHost.tx.query<unknown[]>(sql, params);
-    return (Array.isArray(result[0]) ? result[0] : result) as T[];
+  private query<T = unknown>(sql: string, params: unknown[]): Promise<T[]> {
+    return rowsOf<T>(this.txHost.tx, sql, params);
   }
 }
 

@@ -1,3 +1,4 @@
+import { ON_A_JOB } from '../../../database/durable-table';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 
 @Entity('webhook_endpoints')
@@ -21,7 +22,7 @@ export class WebhookEndpointRow {
 /** One event for one endpoint: the outbox row, written with the change that caused it. */
 @Entity('webhook_messages')
 @Index('webhook_messages_endpoint_created_idx', ['endpointId', 'createdAt', 'id'])
-@Index('webhook_messages_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
+@Index('webhook_messages_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
 export class WebhookMessageRow {
   @PrimaryColumn('text') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;

@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DurableTable } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
@@ -56,10 +57,9 @@ interface RawStep {
   finished_at: Date | null;
 }
 
-/** Not final: a cancel or a resume job may take it. */
-const UNFINISHED = `status IN ('queued', 'running', 'waiting')`;
-/** On a job, or due to be: what the reconciler keeps moving (a waiting run's job starts later; it is left alone). */
-const ON_A_JOB = `status IN ('queued', 'running')`;
+/** A waiting run's job starts later: the reconciler leaves it alone (it keeps only runs on a job moving). */
+const RUNS = new DurableTable('workflow_runs', 'uuid', true);
+const UNFINISHED = RUNS.unfinished;
 /** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
 const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END,
   reason = CASE WHEN s.status = 'pending' THEN 'the run ended without it' ELSE s.reason END, resume_at = NULL, finished_at = now()`;
@@ -145,9 +145,9 @@ export class TypeOrmRunRepository extends RunRepository {
       `WITH started AS (
          UPDATE workflow_runs
          SET status = 'running', attempts = attempts + CASE WHEN status = 'waiting' THEN 0 ELSE 1 END, started_at = COALESCE(started_at, now())
-         WHERE (id, job_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[])) AND ${UNFINISHED} RETURNING *
+         WHERE ${RUNS.startedBy()} RETURNING *
        ) SELECT * FROM started`,
-      [jobs.map((j) => j.id), jobs.map((j) => j.jobId)],
+      RUNS.startParams(jobs),
     );
     return this.withSteps(rows);
   }
@@ -251,12 +251,15 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]> {
-    const rows = await this.query<{ id: string; organization_id: string; job_id: string | null; attempts: number; timeout_ms: number }>(
-      `SELECT id, organization_id, job_id, attempts, timeout_ms FROM workflow_runs
-       WHERE ${ON_A_JOB} AND created_at < now() - make_interval(secs => $1::double precision / 1000)
-       ORDER BY created_at LIMIT $2`,
-      [olderThanMs, limit],
-    );
+    const rows = await RUNS.unfinishedOnJobs<{
+      id: string;
+      organization_id: string;
+      job_id: string | null;
+      attempts: number;
+      timeout_ms: number;
+    }>((sql, params) => this.query(sql, params), olderThanMs, limit, {
+      columns: 't.id, t.organization_id, t.job_id, t.attempts, t.timeout_ms',
+    });
     return rows.map((r) => ({
       id: r.id,
       organizationId: r.organization_id,
@@ -266,21 +269,15 @@ export class TypeOrmRunRepository extends RunRepository {
     }));
   }
 
-  async moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
-    const rows = await this.query<{ id: string }>(
-      `WITH moved AS (
-         UPDATE workflow_runs SET job_id = $3 WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${ON_A_JOB} RETURNING id
-       ) SELECT * FROM moved`,
-      [id, fromJobId, toJobId],
-    );
-    return rows.length > 0;
+  moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    return RUNS.moveToJob((sql, params) => this.query(sql, params), id, fromJobId, toJobId);
   }
 
   async abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null> {
     const rows = await this.query<{ id: string }>(
       `WITH gone AS (
          UPDATE workflow_runs SET status = 'failed', error = $3, finished_at = now()
-         WHERE id = $1 AND job_id IS NOT DISTINCT FROM $2 AND ${ON_A_JOB} RETURNING id
+         WHERE ${RUNS.onItsJob} RETURNING id
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
          FROM gone g WHERE s.run_id = g.id AND ${OPEN_STEPS}

@@ -1,3 +1,4 @@
+import { ON_A_JOB } from '../../../database/durable-table';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
 
 @Entity('workflows')
@@ -34,7 +35,7 @@ export class WorkflowVersionRow {
 @Index('workflow_runs_workflow_created_idx', ['workflowId', 'createdAt', 'id'])
 // GET /api/runs: the organization's runs across workflows.
 @Index('workflow_runs_org_created_idx', ['organizationId', 'createdAt', 'id'])
-@Index('workflow_runs_unfinished_idx', ['createdAt'], { where: `status IN ('queued', 'running')` })
+@Index('workflow_runs_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
 // A parent's children (a cancel reaches them).
 @Index('workflow_runs_parent_idx', ['parentRunId'], { where: 'parent_run_id IS NOT NULL' })
 export class RunRow {

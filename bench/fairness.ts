@@ -91,7 +91,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { isTier, Tier } from '../src/modules/licensing/domain/tiers';
-import { SCHEDULE_LIMITS } from '../src/modules/workflows/domain/schedule';
+import { SCHEDULE_LIMITS } from '../src/modules/triggers/domain/schedule';
 import {
   BENCH_WORKFLOW,
   BENCH_WORKFLOW_INPUT,

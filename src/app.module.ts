@@ -19,6 +19,8 @@ import { QueueModule } from './queue/queue.module';
 import { ThrottlingModule } from './modules/throttling/throttling.module';
 import { UsersModule } from './modules/users/users.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { RunsModule } from './modules/runs/runs.module';
+import { TriggersModule } from './modules/triggers/triggers.module';
 import { WorkflowsModule } from './modules/workflows/workflows.module';
 import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
@@ -79,6 +81,8 @@ import { OutboundModule } from './shared/outbound/outbound.module';
     QueueModule,
     AgentsModule,
     WorkflowsModule,
+    RunsModule,
+    TriggersModule,
     WebhooksModule,
   ],
   providers: [

@@ -298,7 +298,7 @@ describe('workflow schedules', () => {
   });
 
   // The request's shape (fields, types, enums, ids, query bounds) and who may call each route
-  // (roles, API-key scopes) are checked in src/modules/workflows/api/schedules.controller.spec.ts;
+  // (roles, API-key scopes) are checked in src/modules/triggers/api/schedules.controller.spec.ts;
   // here, what the service decides: cron and time zone, the workflow's inputSchema, tenants.
   describe('validation', () => {
     let workflowId: string;

@@ -23,7 +23,9 @@ describe('rate limits (Redis storage)', () => {
       const apps = [first, second];
       const responses: Response[] = [];
       for (let i = 0; i < 101; i++) responses.push(await apps[i % 2].http().get('/api/plugins').set(bearer(org.member)));
-      const fallbacks = await Promise.all(apps.map(async (app) => /rate_limit_storage_errors_total (\d+)/.exec((await scrapeMetrics(app)).text)?.[1]));
+      const fallbacks = await Promise.all(
+        apps.map(async (app) => /rate_limit_storage_errors_total (\d+)/.exec((await scrapeMetrics(app)).text)?.[1]),
+      );
       expect(fallbacks).toEqual(['0', '0']);
       expect(statuses(responses)).toEqual({ ok: 100, limited: 1 });
       expect(responses[100].status).toBe(429);

@@ -778,7 +778,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run: recorded and queued durably, then 200 with the finished run, or 202 with a Location if it is not done within `wait` */
-        post: operations["WorkflowsController_run"];
+        post: operations["WorkflowRunsController_run"];
         delete?: never;
         options?: never;
         head?: never;
@@ -793,7 +793,7 @@ export interface paths {
             cookie?: never;
         };
         /** The workflow's runs, newest first (steps left out; get one run for them) */
-        get: operations["WorkflowsController_history"];
+        get: operations["WorkflowRunsController_history"];
         put?: never;
         post?: never;
         delete?: never;
@@ -810,7 +810,24 @@ export interface paths {
             cookie?: never;
         };
         /** One run with its steps */
-        get: operations["WorkflowsController_getRun"];
+        get: operations["WorkflowRunsController_getRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/runs/{runId}/steps/{stepId}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A map step's items in order: each one's status, attempts, output and error */
+        get: operations["WorkflowRunsController_items"];
         put?: never;
         post?: never;
         delete?: never;
@@ -829,7 +846,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel a queued or running run; running steps are aborted */
-        post: operations["WorkflowsController_cancel"];
+        post: operations["WorkflowRunsController_cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1268,7 +1285,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "NOT_CANCELABLE" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "NOT_CANCELABLE" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -2050,6 +2067,15 @@ export interface components {
             data: components["schemas"]["WorkflowVersionResponse"][];
             nextCursor: string | null;
         };
+        ItemCountsResponse: {
+            total: number;
+            pending?: number;
+            running?: number;
+            waiting?: number;
+            succeeded?: number;
+            failed?: number;
+            canceled?: number;
+        };
         StepRunResponse: {
             id: string;
             /** @enum {string} */
@@ -2076,6 +2102,13 @@ export interface components {
              * @example not taken: switch 'route' took case 0
              */
             reason: string | null;
+            /**
+             * Format: uuid
+             * @description A workflow step's child run
+             */
+            childRunId: string | null;
+            /** @description A map step's items by status (one run's read); page them at .../steps/:stepId/items */
+            items?: components["schemas"]["ItemCountsResponse"];
             startedAt: string | null;
             finishedAt: string | null;
         };
@@ -2101,6 +2134,11 @@ export interface components {
             finishedAt: string | null;
             durationMs: number | null;
             triggeredBy: components["schemas"]["TriggeredByResponse"];
+            /**
+             * Format: uuid
+             * @description The run whose workflow step started this one
+             */
+            parentRunId: string | null;
             /** @description In definition order */
             steps: components["schemas"]["StepRunResponse"][];
         };
@@ -2128,9 +2166,37 @@ export interface components {
             finishedAt: string | null;
             durationMs: number | null;
             triggeredBy: components["schemas"]["TriggeredByResponse"];
+            /**
+             * Format: uuid
+             * @description The run whose workflow step started this one
+             */
+            parentRunId: string | null;
         };
         RunPageResponse: {
             data: components["schemas"]["RunResponse"][];
+            nextCursor: string | null;
+        };
+        RunItemResponse: {
+            index: number;
+            /** @enum {string} */
+            status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "canceled";
+            attempts: number;
+            /** @description Any JSON */
+            output: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            error: components["schemas"]["FailureResponse"] | null;
+            /**
+             * Format: uuid
+             * @description An agent item's execution
+             */
+            executionId: string | null;
+            resumeAt: string | null;
+            startedAt: string | null;
+            finishedAt: string | null;
+        };
+        RunItemPageResponse: {
+            data: components["schemas"]["RunItemResponse"][];
             nextCursor: string | null;
         };
         CreateScheduleRequest: {
@@ -8083,7 +8149,7 @@ export interface operations {
             };
         };
     };
-    WorkflowsController_run: {
+    WorkflowRunsController_run: {
         parameters: {
             query?: {
                 /** @description Seconds to wait for the result; 0 answers 202 at once */
@@ -8201,7 +8267,7 @@ export interface operations {
             };
         };
     };
-    WorkflowsController_history: {
+    WorkflowRunsController_history: {
         parameters: {
             query?: {
                 limit?: number;
@@ -8283,7 +8349,7 @@ export interface operations {
             };
         };
     };
-    WorkflowsController_getRun: {
+    WorkflowRunsController_getRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -8359,7 +8425,88 @@ export interface operations {
             };
         };
     };
-    WorkflowsController_cancel: {
+    WorkflowRunsController_items: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                runId: string;
+                stepId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunItemPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RUN_NOT_FOUND | STEP_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WorkflowRunsController_cancel: {
         parameters: {
             query?: never;
             header?: never;

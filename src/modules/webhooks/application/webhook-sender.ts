@@ -16,7 +16,7 @@ import { DeliveryAttempt, WebhookMessage } from '../domain/message';
 import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
 import { signatureHeader } from '../../../shared/crypto/standard-webhooks';
 import { EndpointRepository, MessageRepository, StartedDelivery } from '../domain/webhook.repository';
-import { DELIVERY_JOB_OPTIONS, DeliveryJobs } from './delivery-jobs';
+import { DeliveryJobs } from './delivery-jobs';
 import { EndpointSlots } from './endpoint-slots';
 
 const REQUEST_TIMEOUT_MS = 15_000;

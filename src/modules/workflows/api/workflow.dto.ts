@@ -1,13 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Allow, IsIn, IsISO8601, Matches } from 'class-validator';
-import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { Allow } from 'class-validator';
 import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
-import { RUN_STATUSES, RunStatus } from '../domain/run';
-import { RunResponse } from '../run.response';
 import { Workflow } from '../domain/workflow';
 import { WorkflowVersion } from '../domain/workflow.repository';
-import { Optional } from '../../../shared/http/optional.decorator';
-import { UUID } from '../../../shared/http/uuid-param.pipe';
 
 class RetryBody {
   @ApiProperty({ minimum: 1, maximum: 10 }) maxAttempts!: number;
@@ -93,26 +88,6 @@ export class WorkflowDefinitionBody {
   onFailure?: StepDefinition;
 }
 
-export class RunHistoryQuery extends PageQuery {
-  @ApiPropertyOptional({ enum: RUN_STATUSES })
-  @Optional()
-  @IsIn(RUN_STATUSES)
-  status?: RunStatus;
-
-  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only runs created at or after this time' })
-  @Optional()
-  @IsISO8601({ strict: true })
-  since?: string;
-}
-
-/** `GET /api/runs`: a workflow's history query, across workflows. */
-export class RunListQuery extends RunHistoryQuery {
-  @ApiPropertyOptional({ format: 'uuid', description: "Only this workflow's runs (one of another organization finds none)" })
-  @Optional()
-  @Matches(UUID, { message: '$property must be a UUID' })
-  workflowId?: string;
-}
-
 export class WorkflowResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty() version!: number;
@@ -164,11 +139,6 @@ export class WorkflowVersionResponse {
 
 export class WorkflowVersionPageResponse {
   @ApiProperty({ type: [WorkflowVersionResponse] }) data!: WorkflowVersionResponse[];
-  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
-}
-
-export class RunPageResponse {
-  @ApiProperty({ type: [RunResponse] }) data!: RunResponse[];
   @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
 }
 

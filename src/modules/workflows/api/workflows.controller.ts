@@ -1,44 +1,25 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import {
-  ApiAcceptedResponse,
-  ApiBearerAuth,
-  ApiCreatedResponse,
-  ApiHeader,
-  ApiNoContentResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
-import { type Principal, triggerOf } from '../../../shared/auth/principal';
+import { type Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
-import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
-import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
-import { RunsService } from '../application/runs.service';
 import { WorkflowsService } from '../application/workflows.service';
-import { isRunFinished } from '../domain/run';
 import {
-  RunHistoryQuery,
-  RunPageResponse,
   WorkflowDefinitionBody,
   WorkflowPageResponse,
   WorkflowResponse,
   WorkflowVersionPageResponse,
   WorkflowVersionResponse,
 } from './workflow.dto';
-import { RunItemPageResponse, RunItemResponse, RunResponse, RunWithStepsResponse } from '../run.response';
 
 @ApiTags('workflows')
 @ApiBearerAuth()
 @Controller('api/workflows')
 export class WorkflowsController {
-  constructor(
-    private readonly workflows: WorkflowsService,
-    private readonly runs: RunsService,
-  ) {}
+  constructor(private readonly workflows: WorkflowsService) {}
 
   @Post()
   @RequiresScope('workflows:write')
@@ -115,99 +96,5 @@ export class WorkflowsController {
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND')
   async delete(@CurrentPrincipal() caller: Principal, @Param('id', UuidParam) id: string): Promise<void> {
     await this.workflows.delete(caller, id);
-  }
-
-  @Post(':id/run')
-  @RequiresScope('workflows:run')
-  @Roles('admin', 'member')
-  @HttpCode(200)
-  @ApiOperation({
-    summary: 'Run: recorded and queued durably, then 200 with the finished run, or 202 with a Location if it is not done within `wait`',
-  })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same run' })
-  @ApiOkResponse({ type: RunWithStepsResponse })
-  @ApiAcceptedResponse({ type: RunWithStepsResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
-  async run(
-    @CurrentPrincipal() caller: Principal,
-    @Param('id', UuidParam) id: string,
-    @Query() query: ExecuteQuery,
-    @Body() body: ExecuteRequestBody,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<RunWithStepsResponse> {
-    const run = await this.runs.run(caller.organizationId, {
-      workflowId: id,
-      input: body.input,
-      waitSeconds: query.wait,
-      idempotencyKey: parseIdempotencyKey(idempotencyKey),
-      triggeredBy: triggerOf(caller),
-    });
-    if (!isRunFinished(run)) res.status(202).location(`/api/workflows/${id}/runs/${run.id}`);
-    return RunWithStepsResponse.of(run);
-  }
-
-  @Get(':id/runs')
-  @RequiresScope('workflows:read')
-  @AnyRole()
-  @ApiOperation({ summary: "The workflow's runs, newest first (steps left out; get one run for them)" })
-  @ApiOkResponse({ type: RunPageResponse })
-  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_NOT_FOUND')
-  async history(
-    @CurrentPrincipal() caller: Principal,
-    @Param('id', UuidParam) id: string,
-    @Query() query: RunHistoryQuery,
-  ): Promise<RunPageResponse> {
-    const page = await this.runs.history(caller, id, query, {
-      status: query.status,
-      since: query.since ? new Date(query.since) : undefined,
-    });
-    return { data: page.data.map((r) => RunResponse.of(r, false)), nextCursor: page.nextCursor };
-  }
-
-  @Get(':id/runs/:runId')
-  @RequiresScope('workflows:read')
-  @AnyRole()
-  @ApiOperation({ summary: 'One run with its steps' })
-  @ApiOkResponse({ type: RunWithStepsResponse })
-  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')
-  async getRun(
-    @CurrentPrincipal() caller: Principal,
-    @Param('id', UuidParam) id: string,
-    @Param('runId', UuidParam) runId: string,
-  ): Promise<RunWithStepsResponse> {
-    return RunWithStepsResponse.of(await this.runs.get(caller, id, runId));
-  }
-
-  @Get(':id/runs/:runId/steps/:stepId/items')
-  @RequiresScope('workflows:read')
-  @AnyRole()
-  @ApiOperation({ summary: "A map step's items in order: each one's status, attempts, output and error" })
-  @ApiOkResponse({ type: RunItemPageResponse })
-  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND', 'STEP_NOT_FOUND')
-  async items(
-    @CurrentPrincipal() caller: Principal,
-    @Param('id', UuidParam) id: string,
-    @Param('runId', UuidParam) runId: string,
-    @Param('stepId') stepId: string,
-    @Query() query: PageQuery,
-  ): Promise<RunItemPageResponse> {
-    const page = await this.runs.items(caller, id, runId, stepId, query);
-    return { data: page.data.map(RunItemResponse.of), nextCursor: page.nextCursor };
-  }
-
-  @Post(':id/runs/:runId/cancel')
-  @RequiresScope('workflows:run')
-  @Roles('admin', 'member')
-  @HttpCode(200)
-  @ApiOperation({ summary: 'Cancel a queued or running run; running steps are aborted' })
-  @ApiOkResponse({ type: RunWithStepsResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'RUN_NOT_FOUND', 'NOT_CANCELABLE')
-  async cancel(
-    @CurrentPrincipal() caller: Principal,
-    @Param('id', UuidParam) id: string,
-    @Param('runId', UuidParam) runId: string,
-  ): Promise<RunWithStepsResponse> {
-    return RunWithStepsResponse.of(await this.runs.cancel(caller, id, runId));
   }
 }

@@ -11,9 +11,7 @@ import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
-import { StepKinds } from './steps/step-kinds';
-import { ScheduleRepository } from '../domain/schedule.repository';
-import { TriggerRepository } from '../domain/trigger.repository';
+import { StepRules } from './step-rules';
 import { Workflow } from '../domain/workflow';
 import { WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
 
@@ -23,6 +21,9 @@ export function workflowNotFound(): DomainError {
 
 @Injectable()
 export class WorkflowsService implements OnModuleInit {
+  /** What goes with a deleted workflow (its schedules and triggers), in the delete's transaction. */
+  private readonly deletions: Array<(organizationId: string, workflowId: string) => Promise<unknown>> = [];
+
   constructor(
     private readonly workflows: WorkflowRepository,
     private readonly agents: AgentsService,
@@ -30,9 +31,7 @@ export class WorkflowsService implements OnModuleInit {
     private readonly registry: PluginRegistry,
     private readonly agentUsage: AgentUsage,
     private readonly pluginUsage: PluginUsage,
-    private readonly schedules: ScheduleRepository,
-    private readonly triggers: TriggerRepository,
-    private readonly kinds: StepKinds,
+    private readonly kinds: StepRules,
   ) {}
 
   onModuleInit(): void {
@@ -106,15 +105,20 @@ export class WorkflowsService implements OnModuleInit {
     return this.workflows.versions(caller.organizationId, id, page);
   }
 
+  /** Registers what goes with a deleted workflow (the triggers module's schedules and webhook triggers). */
+  onDelete(deleted: (organizationId: string, workflowId: string) => Promise<unknown>): void {
+    this.deletions.push(deleted);
+  }
+
   /**
-   * Runs stay readable; a run in flight finishes with the version it pinned. Its schedules and
-   * webhook triggers (with their events) go with it, in the same transaction.
+   * Runs stay readable; a run in flight finishes with the version it pinned. What registered
+   * with `onDelete` (its schedules and webhook triggers, with their events) goes with it, in the
+   * same transaction.
    */
   @Transactional()
   async delete(caller: Principal, id: string): Promise<void> {
     if (!(await this.workflows.delete(caller.organizationId, id))) throw workflowNotFound();
-    await this.schedules.deleteOfWorkflow(caller.organizationId, id);
-    await this.triggers.deleteOfWorkflow(caller.organizationId, id);
+    for (const deleted of this.deletions) await deleted(caller.organizationId, id);
   }
 
   /** What the definition's references resolve to in this organization, looked up once. */

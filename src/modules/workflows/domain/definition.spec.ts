@@ -1,12 +1,12 @@
 import { rootFieldsUnder } from '../../../shared/expressions/expression-check';
-import { ActionStep } from '../application/steps/action.step';
-import { AgentStep } from '../application/steps/agent.step';
-import { MapStep } from '../application/steps/map.step';
-import { WorkflowStep } from '../application/steps/workflow.step';
-import { SleepStep } from '../application/steps/sleep.step';
-import { SwitchStep } from '../application/steps/switch.step';
+import { ActionStep } from '../../runs/application/steps/action.step';
+import { AgentStep } from '../../runs/application/steps/agent.step';
+import { MapStep } from '../../runs/application/steps/map.step';
+import { WorkflowStep } from '../../runs/application/steps/workflow.step';
+import { SleepStep } from '../../runs/application/steps/sleep.step';
+import { SwitchStep } from '../../runs/application/steps/switch.step';
 import { DefinitionContext, definitionProblems, findCycle } from './definition';
-import { nextSteps, StepGraph, StepStatus } from './run';
+import { nextSteps, StepGraph, StepStatus } from '../../runs/domain/run';
 
 // The kinds' save-time rules need none of their collaborators.
 const kinds = [

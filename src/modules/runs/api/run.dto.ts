@@ -1,0 +1,32 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsISO8601, Matches } from 'class-validator';
+import { Optional } from '../../../shared/http/optional.decorator';
+import { UUID } from '../../../shared/http/uuid-param.pipe';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { RUN_STATUSES, RunStatus } from '../domain/run';
+import { RunResponse } from '../run.response';
+
+export class RunHistoryQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: RUN_STATUSES })
+  @Optional()
+  @IsIn(RUN_STATUSES)
+  status?: RunStatus;
+
+  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only runs created at or after this time' })
+  @Optional()
+  @IsISO8601({ strict: true })
+  since?: string;
+}
+
+/** `GET /api/runs`: a workflow's history query, across workflows. */
+export class RunListQuery extends RunHistoryQuery {
+  @ApiPropertyOptional({ format: 'uuid', description: "Only this workflow's runs (one of another organization finds none)" })
+  @Optional()
+  @Matches(UUID, { message: '$property must be a UUID' })
+  workflowId?: string;
+}
+
+export class RunPageResponse {
+  @ApiProperty({ type: [RunResponse] }) data!: RunResponse[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
+}

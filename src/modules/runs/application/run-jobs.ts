@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
+import { AgentSteps } from '../../agents/application/agent-steps';
+import { resourceEventData } from '../../../shared/events/event-data';
+import { Run } from '../domain/run';
+import { RunRepository, UnfinishedRun } from '../domain/run.repository';
+import { RunResponse } from '../run.response';
+
+const RUN_QUEUE = 'workflow-run';
+
+/** Times a lost worker may cost a run before it is failed. */
+export const RUN_LOST_WORKER_ALLOWANCE = 5;
+
+/** The worker touches a run's job this often (halved); a run not touched for this long is taken over. */
+const HEARTBEAT_SECONDS = 10;
+
+export function runJobOptions(run: { timeoutMs: number }) {
+  return {
+    // The heartbeat, not the lease, notices a dead worker; the lease only bounds a stuck one.
+    leaseSeconds: Math.ceil(run.timeoutMs / 1000) + 60,
+    retryLimit: RUN_LOST_WORKER_ALLOWANCE,
+    heartbeatSeconds: HEARTBEAT_SECONDS,
+  };
+}
+
+/**
+ * Workflow runs as a kind of durable job: one job per run on `workflow-run`, kept alive by a
+ * heartbeat; steps are not jobs of their own, the run's job carries them. A run whose steps all
+ * wait (a sleep, a retry's backoff, a child run) answers `later` and goes on with a new job at
+ * the time, or sooner when a child it waits for ends.
+ */
+@Injectable()
+export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
+  constructor(core: DurableJobs, runs: RunRepository, agentSteps: AgentSteps) {
+    super(core, {
+      name: 'run',
+      queue: RUN_QUEUE,
+      batchSize: 8,
+      share: 'runs',
+      records: runs,
+      metrics: { total: 'workflow_runs_total', duration: 'workflow_run_duration_seconds', noun: 'Workflow runs', labelNames: [] },
+      recordOf: (run) => run,
+      labels: () => ({}),
+      jobData: (id) => ({ runId: id }),
+      recordId: (data) => (data as { runId: string }).runId,
+      sendOptions: runJobOptions,
+      resumeOptions: runJobOptions,
+      recoverable: (u) => u.attempts <= RUN_LOST_WORKER_ALLOWANCE,
+      lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
+      // A child's end wakes its parent waiting for it; a parent parking while its child just ended is not put off.
+      // The agent executions of steps it ended (those waiting for a retry hold theirs) are canceled once it committed.
+      ended: async (ended) => {
+        const parents = [...new Set(ended.flatMap((run) => (run.parentRunId ? [run.parentRunId] : [])))];
+        const woken = parents.length ? await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents)) : 0;
+        const executions = ended.flatMap((run) =>
+          run.steps.filter((s) => s.status === 'canceled' && s.executionId).map((s) => s.executionId!),
+        );
+        return () => {
+          if (woken) core.queue.wake(RUN_QUEUE);
+          if (executions.length) void agentSteps.cancelOwned(executions).catch(() => undefined);
+        };
+      },
+      resumeAt: async (run, at) => ((await runs.childEnded(run.id)) ? new Date() : at),
+      event: (run) => ({
+        organizationId: run.organizationId,
+        type: `workflow.run.${run.status}`,
+        data: resourceEventData(RunResponse.of(run, false), `/api/workflows/${run.workflowId}/runs/${run.id}`),
+      }),
+    });
+  }
+}

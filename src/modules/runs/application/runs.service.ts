@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { Submitted } from '../../../queue/durable-jobs';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { CANCELED, Failure } from '../../../shared/jobs/outcome';
+import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
+import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
+import { WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
+import { Run, RunItem } from '../domain/run';
+import { HistoryFilter, RunRepository } from '../domain/run.repository';
+import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
+import { RunJobs, runJobOptions } from './run-jobs';
+import { ChildRuns } from './steps/workflow.step';
+import { workflowNotFound, WorkflowsService } from '../../workflows/application/workflows.service';
+
+export interface RunRequest {
+  workflowId: string;
+  input: unknown;
+  /** Seconds to wait for the final status; 0 answers at once. */
+  waitSeconds: number;
+  idempotencyKey?: string;
+  triggeredBy: Run['triggeredBy'];
+  /** A version to run; unset: the current one. */
+  version?: number | null;
+  /** The run's id, when the caller recorded it already (a trigger's event). */
+  runId?: string;
+  /** The run whose workflow step starts this one, and its depth. */
+  parent?: { runId: string; depth: number };
+}
+
+export function runNotFound(): DomainError {
+  return new DomainError('RUN_NOT_FOUND', 'No such run of this workflow');
+}
+
+const PARENT_CANCELED: Failure = { code: 'CANCELED', message: 'The run that started it was canceled' };
+
+/** Workflow versions a process keeps read (oldest read first out). */
+const VERSIONS_KEPT = 1000;
+
+@Injectable()
+export class RunsService implements ChildRuns {
+  private readonly versions = new Map<string, { version: number; definition: WorkflowDefinition }>();
+
+  constructor(
+    private readonly workflows: WorkflowsService,
+    private readonly workflowRows: WorkflowRepository,
+    private readonly runs: RunRepository,
+    private readonly jobs: RunJobs,
+  ) {}
+
+  /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
+  async run(organizationId: string, request: RunRequest): Promise<Run> {
+    return this.settle(await this.enqueue(organizationId, request), request.waitSeconds);
+  }
+
+  /** Runs stay readable after their workflow is deleted. */
+  async get(caller: Principal, workflowId: string, id: string): Promise<Run> {
+    const run = await this.runs.find(caller.organizationId, workflowId, id);
+    if (!run) throw runNotFound();
+    return run;
+  }
+
+  /** One workflow's runs; WORKFLOW_NOT_FOUND unless it ever existed in the caller's organization. */
+  async history(caller: Principal, workflowId: string, page: PageRequest, filter: Omit<HistoryFilter, 'workflowId'>): Promise<Page<Run>> {
+    if (!(await this.workflowRows.existed(caller.organizationId, workflowId))) throw workflowNotFound();
+    return this.runs.history(caller.organizationId, page, { ...filter, workflowId });
+  }
+
+  /** A page of a map step's items, in order; STEP_NOT_FOUND unless the run has the step and it is a map that began. */
+  async items(caller: Principal, workflowId: string, runId: string, stepId: string, page: PageRequest): Promise<Page<RunItem>> {
+    const run = await this.get(caller, workflowId, runId);
+    if (!run.steps.find((s) => s.id === stepId)?.items)
+      throw new DomainError('STEP_NOT_FOUND', `The run has no map step '${stepId}' with items`);
+    const after = page.cursor ? decodeIndexCursor(page.cursor) : -1;
+    const rows = await this.runs.itemPage(runId, stepId, after, page.limit + 1);
+    const more = rows.length > page.limit;
+    const data = more ? rows.slice(0, page.limit) : rows;
+    return { data, nextCursor: more ? encodeIndexCursor(data[data.length - 1].index) : null };
+  }
+
+  /** The caller's organization's runs across workflows (`filter.workflowId` narrows to one; an unknown one finds none). */
+  async list(caller: Principal, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    return this.runs.history(caller.organizationId, page, filter);
+  }
+
+  /**
+   * Queued, running or waiting -> canceled; running steps are aborted through their signal and
+   * never recorded as done. The runs its workflow steps started are canceled with it.
+   */
+  async cancel(caller: Principal, workflowId: string, id: string): Promise<Run> {
+    const canceled = await this.cancelTree(caller.organizationId, workflowId, id, CANCELED);
+    if (!canceled) {
+      const run = await this.get(caller, workflowId, id);
+      throw new DomainError('NOT_CANCELABLE', `The run is already ${run.status} and cannot be canceled`);
+    }
+    return canceled;
+  }
+
+  private async cancelTree(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
+    const canceled = await this.jobs.cancel(() => this.runs.cancel(organizationId, workflowId, id, error), {});
+    if (!canceled) return null;
+    for (const child of await this.runs.unfinishedChildren(id)) {
+      await this.cancelTree(child.organizationId, child.workflowId, child.id, PARENT_CANCELED);
+    }
+    return canceled;
+  }
+
+  /** After the transaction of an `enqueue` committed: counted, its worker woken, waited for up to `waitSeconds`. */
+  settle(submitted: Submitted<Run>, waitSeconds: number): Promise<Run> {
+    return this.jobs.settle(submitted, {}, waitSeconds);
+  }
+
+  /** A workflow step's child run: recorded and queued, then counted and its worker woken; a repeat of `key` answers the first. */
+  async startChild(parent: Run, workflowId: string, input: unknown, key: string): Promise<string> {
+    const submitted = await this.enqueue(parent.organizationId, {
+      workflowId,
+      input,
+      idempotencyKey: key,
+      triggeredBy: { type: 'workflow_run', id: parent.id },
+      parent: { runId: parent.id, depth: parent.depth },
+    });
+    await this.settle(submitted, 0);
+    return submitted.record.id;
+  }
+
+  /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */
+  @Transactional()
+  async enqueue(organizationId: string, request: Omit<RunRequest, 'waitSeconds'>): Promise<Submitted<Run>> {
+    // A version given is one the caller found live in this organization (a trigger's lookup).
+    const { version, definition } = request.version
+      ? await this.pinned(request.workflowId, request.version)
+      : await this.workflows.get(organizationId, request.workflowId);
+    if (definition.inputSchema)
+      assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
+    const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
+    return this.jobs.enqueue({
+      record: {
+        id: request.runId ?? randomUUID(),
+        organizationId,
+        workflowId: request.workflowId,
+        workflowVersion: version,
+        status: 'queued',
+        input: request.input ?? null,
+        output: null,
+        error: null,
+        attempts: 0,
+        timeoutMs,
+        jobId: randomUUID(),
+        triggeredBy: request.triggeredBy,
+        parentRunId: request.parent?.runId ?? null,
+        depth: request.parent ? request.parent.depth + 1 : 0,
+        createdAt: new Date(),
+        startedAt: null,
+        finishedAt: null,
+        steps: [...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => ({
+          id: s.id,
+          status: 'pending',
+          attempts: 0,
+          input: null,
+          output: null,
+          error: null,
+          executionId: null,
+          resumeAt: null,
+          reason: null,
+          childRunId: null,
+          startedAt: null,
+          finishedAt: null,
+        })),
+      },
+      sendOptions: runJobOptions({ timeoutMs }),
+      idempotency: request.idempotencyKey
+        ? { organizationId, scope: `workflow:${request.workflowId}`, key: request.idempotencyKey, body: { input: request.input } }
+        : undefined,
+    });
+  }
+
+  /**
+   * A version of the workflow that was saved (a trigger pins one, or names the current one it
+   * found). Versions never change once committed: each is read once per process.
+   */
+  async pinned(workflowId: string, version: number): Promise<{ version: number; definition: WorkflowDefinition }> {
+    const key = `${workflowId}:${version}`;
+    const cached = this.versions.get(key);
+    if (cached) return cached;
+    const found = await this.workflowRows.version(workflowId, version);
+    if (!found) {
+      throw new DomainError('VALIDATION_FAILED', `The workflow has no version ${version}`, [
+        { path: 'workflowVersion', message: `workflowVersion ${version} does not exist` },
+      ]);
+    }
+    if (this.versions.size >= VERSIONS_KEPT) this.versions.delete(this.versions.keys().next().value!);
+    this.versions.set(key, found);
+    return found;
+  }
+}

@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { DomainError } from '../../../../shared/errors/domain-error';
+import { failed } from '../../../../shared/jobs/outcome';
+import { DefinitionContext, StepDefinition } from '../../../workflows/domain/definition';
+import { isRunFinished, Run } from '../../domain/run';
+import { RunRepository } from '../../domain/run.repository';
+import { StepAnswer, StepContext, StepKind } from './step-kind';
+
+/** How deep runs may start runs: a top-level run is 0. */
+export const MAX_RUN_DEPTH = 5;
+
+/** Starting a child run (RunsService): looked up when first used, since the service checks definitions with these kinds. */
+export abstract class ChildRuns {
+  /** Records and queues a run of `workflowId` for the parent; a repeat of `key` answers the run it started. */
+  abstract startChild(parent: Run, workflowId: string, input: unknown, key: string): Promise<string>;
+}
+
+/**
+ * `{ "workflow": "<workflow id>", "input": "<JSONata>", "wait": true }`: starts a run of another
+ * workflow of the organization as a child (its `parentRunId` is this run). With `wait` (the
+ * default) the step waits without holding a worker, the child's end wakes the run, and the step
+ * takes the child's output, or fails with CHILD_RUN_FAILED; without it the step answers
+ * `{ runId }` at once.
+ */
+@Injectable()
+export class WorkflowStep implements StepKind {
+  readonly key = 'workflow';
+  readonly schema = { type: 'string', format: 'uuid' };
+  readonly fields = { wait: { type: 'boolean' } };
+  readonly callsOut = false;
+  private children?: ChildRuns;
+
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  problems(step: StepDefinition, at: string, context: DefinitionContext) {
+    return context.workflowExists(step.workflow!)
+      ? []
+      : [{ path: `${at}.workflow`, message: `step '${step.id}': no workflow ${step.workflow} in this organization` }];
+  }
+
+  async run({ run, step, record, input, callId }: StepContext): Promise<StepAnswer> {
+    const wait = step.wait ?? true;
+    let childRunId = record?.childRunId ?? null;
+    if (!childRunId) {
+      if (run.depth + 1 > MAX_RUN_DEPTH)
+        return failed('WORKFLOW_DEPTH', `A run ${run.depth} levels deep cannot start another (at most ${MAX_RUN_DEPTH} levels)`);
+      try {
+        childRunId = await this.childRuns().startChild(run, step.workflow!, input, `${run.id}:${callId}`);
+      } catch (error) {
+        // The child's workflow is gone, or the input does not fit its schema: the step's failure.
+        if (error instanceof DomainError) return failed(error.code, error.message);
+        throw error;
+      }
+    }
+    if (!wait) return { status: 'succeeded', output: { runId: childRunId }, childRunId };
+    const child = await this.runs.findById(childRunId);
+    if (!child) return { ...failed('RUN_NOT_FOUND', `The child run ${childRunId} is gone`), childRunId };
+    if (!isRunFinished(child)) return { status: 'waiting', resumeAt: null, childRunId };
+    if (child.status === 'succeeded') return { status: 'succeeded', output: child.output, childRunId };
+    const why = child.error ? `: ${child.error.code}: ${child.error.message}` : '';
+    return { ...failed('CHILD_RUN_FAILED', `The child run ${child.id} ended ${child.status}${why}`), childRunId };
+  }
+
+  private childRuns(): ChildRuns {
+    return (this.children ??= this.moduleRef.get(ChildRuns, { strict: false }));
+  }
+}

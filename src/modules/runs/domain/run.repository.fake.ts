@@ -1,0 +1,133 @@
+import { Failure } from '../../../shared/jobs/outcome';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { isRunFinished, Run, RunItem } from './run';
+import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun } from './run.repository';
+
+/** For a method no unit spec has needed yet: the spec that does fakes it here. */
+function notFaked(method: string): never {
+  throw new Error(`${method} is not faked yet`);
+}
+
+/**
+ * Runs in memory, for unit specs. It keeps the runs it is given, not copies, so a spec can
+ * compare what it answers with `toBe`. `cancel` is guarded on the run being unfinished, as the
+ * SQL one is. Step writes are recorded, not applied to the stored runs: a write applies unless
+ * its run was canceled. The worker's other methods (`start`, `wait`, `finish`, `unfinished`, map items,
+ * `moveToJob`, `abandon`) are not faked yet.
+ */
+export class InMemoryRunRepository extends RunRepository {
+  readonly runs: Run[] = [];
+  /** Every `cancel` asked, whether or not it canceled the run. */
+  readonly cancels: Array<{ id: string; error: Failure }> = [];
+  /** Every step write, in order, whether or not it applied. */
+  readonly writes: StepWrite[] = [];
+  /** Runs whose step writes no longer apply: those `cancel` canceled, and those a spec adds (a cancel recorded elsewhere). */
+  readonly canceledRuns = new Set<string>();
+  /** The database went away for the writes this matches: `writeSteps` throws. */
+  failWrite: ((write: StepWrite) => boolean) | null = null;
+
+  /** What was written for one step, in order. */
+  stepWrites(stepId: string): StepWrite[] {
+    return this.writes.filter((w) => w.stepId === stepId);
+  }
+
+  async insert(run: Run): Promise<void> {
+    this.runs.push(run);
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    return this.runs.find((r) => r.organizationId === organizationId && r.workflowId === workflowId && r.id === id) ?? null;
+  }
+
+  async findById(id: string): Promise<Run | null> {
+    return this.runs.find((r) => r.id === id) ?? null;
+  }
+
+  async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    const data = this.runs
+      .filter((r) => r.organizationId === organizationId && (!filter.workflowId || r.workflowId === filter.workflowId))
+      .filter((r) => (!filter.status || r.status === filter.status) && (!filter.since || r.createdAt >= filter.since))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
+      .slice(0, page.limit)
+      .map((r) => ({ ...r, steps: [] }));
+    return { data, nextCursor: null };
+  }
+
+  async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
+    if (writes.some((w) => this.failWrite?.(w))) throw new Error('Connection terminated unexpectedly');
+    this.writes.push(...writes);
+    return writes.map((w) => !this.canceledRuns.has(w.runId));
+  }
+
+  async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
+    this.cancels.push({ id, error });
+    const run = await this.find(organizationId, workflowId, id);
+    if (!run || isRunFinished(run)) return null;
+    Object.assign(run, { status: 'canceled', error, finishedAt: new Date() });
+    run.steps = run.steps.map((s) =>
+      s.status === 'running' || s.status === 'waiting'
+        ? { ...s, status: 'canceled' }
+        : s.status === 'pending'
+          ? { ...s, status: 'skipped' }
+          : s,
+    );
+    this.canceledRuns.add(id);
+    return { ...run };
+  }
+
+  async start(): Promise<Run[]> {
+    notFaked('start');
+  }
+
+  async wait(): Promise<Run | null> {
+    notFaked('wait');
+  }
+
+  async finish(): Promise<Array<Run | null>> {
+    notFaked('finish');
+  }
+
+  async unfinished(): Promise<UnfinishedRun[]> {
+    notFaked('unfinished');
+  }
+
+  async moveToJob(): Promise<boolean> {
+    notFaked('moveToJob');
+  }
+
+  async abandon(): Promise<Run | null> {
+    notFaked('abandon');
+  }
+
+  async waitingParents(): Promise<string[]> {
+    notFaked('waitingParents');
+  }
+
+  async childEnded(): Promise<boolean> {
+    notFaked('childEnded');
+  }
+
+  async unfinishedChildren(): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {
+    return [];
+  }
+
+  async beginItems(): Promise<boolean> {
+    notFaked('beginItems');
+  }
+
+  async openItems(): Promise<RunItem[]> {
+    notFaked('openItems');
+  }
+
+  async allItems(): Promise<RunItem[]> {
+    notFaked('allItems');
+  }
+
+  async writeItems(): Promise<boolean[]> {
+    notFaked('writeItems');
+  }
+
+  async itemPage(): Promise<RunItem[]> {
+    notFaked('itemPage');
+  }
+}

@@ -1,0 +1,97 @@
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { JobRef } from '../../../shared/jobs/job-ref';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { Run, RunItem, RunStatus, StepStatus } from './run';
+
+export interface StepWrite {
+  runId: string;
+  stepId: string;
+  status: StepStatus;
+  attempts?: number;
+  input?: unknown;
+  output?: unknown;
+  error?: Failure | null;
+  executionId?: string | null;
+  /** A `waiting` step's time to go on (cleared by any other write). */
+  resumeAt?: Date | null;
+  /** A `skipped` step's reason (cleared by any other write). */
+  reason?: string | null;
+  /** The run a workflow step started (kept once set). */
+  childRunId?: string | null;
+}
+
+/** A change of one map item, guarded like a step's. */
+export interface ItemWrite {
+  runId: string;
+  stepId: string;
+  index: number;
+  status: RunItem['status'];
+  attempts: number;
+  output?: unknown;
+  error?: Failure | null;
+  executionId?: string | null;
+  resumeAt?: Date | null;
+}
+
+/** An unfinished run as the reconciler sees it. */
+export interface UnfinishedRun {
+  id: string;
+  organizationId: string;
+  jobId: string | null;
+  attempts: number;
+  timeoutMs: number;
+}
+
+export interface HistoryFilter {
+  status?: RunStatus;
+  since?: Date;
+  /** One workflow's runs; unset: every workflow's of the organization. */
+  workflowId?: string;
+}
+
+/**
+ * Runs and their steps. Every write is guarded in SQL: steps change only while their run is
+ * `running` and they are not final; a run finishes only from `running`; so a canceled run
+ * never turns `succeeded`, and a late worker cannot undo a recorded step.
+ */
+export abstract class RunRepository {
+  /** The run and its steps, all `pending`. */
+  abstract insert(run: Run): Promise<void>;
+  abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
+  abstract findById(id: string): Promise<Run | null>;
+  /** The organization's runs (one workflow's with `filter.workflowId`), newest first, without steps. */
+  abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;
+  /** Takes up unfinished runs still on the job that asks (`running`; attempts + 1 unless it resumes from `waiting`). */
+  abstract start(jobs: JobRef[]): Promise<Run[]>;
+  /** A running run on `fromJobId` becomes `waiting` on the job `toJobId`; null when it no longer runs there. */
+  abstract wait(id: string, fromJobId: string, toJobId: string): Promise<Run | null>;
+  /** Applies step changes; answers, per write, whether it applied. */
+  abstract writeSteps(writes: StepWrite[]): Promise<boolean[]>;
+  /** Finishes running runs: running and waiting steps become canceled, pending ones skipped. Null where it was no longer running. */
+  abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Run | null>>;
+  abstract cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null>;
+  /** Unfinished runs older than `olderThanMs`, oldest first, for the reconciler. */
+  abstract unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]>;
+  abstract moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean>;
+  abstract abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null>;
+  /** A map step begins: `running`, with the items it goes over as its input, and a `pending` record per item. False when the run no longer runs. */
+  abstract beginItems(runId: string, stepId: string, items: unknown[]): Promise<boolean>;
+  /** The map step's items not yet final, in order. */
+  abstract openItems(runId: string, stepId: string): Promise<RunItem[]>;
+  /** Every item's status, output and error, in order (a map step that ends). */
+  abstract allItems(runId: string, stepId: string): Promise<RunItem[]>;
+  /** Applies item changes; answers, per write, whether it applied. */
+  abstract writeItems(writes: ItemWrite[]): Promise<boolean[]>;
+  /**
+   * In a child's finishing transaction: locks its waiting parents (so a parent that is only
+   * now parking waits for this commit, then sees the child final) and answers the jobs of
+   * those that wait, to start now.
+   */
+  abstract waitingParents(parentIds: string[]): Promise<string[]>;
+  /** Whether a child the run's waiting steps wait for has ended (checked as the run parks). */
+  abstract childEnded(runId: string): Promise<boolean>;
+  /** The run's children that are not final. */
+  abstract unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>>;
+  /** A page of a map step's items, from after `afterIndex`, in order. */
+  abstract itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]>;
+}

@@ -1,0 +1,77 @@
+import { ON_A_JOB } from '../../../database/durable-table';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+
+@Entity('workflow_runs')
+// Run history: newest first per workflow, keyset on (created_at, id).
+@Index('workflow_runs_workflow_created_idx', ['workflowId', 'createdAt', 'id'])
+// GET /api/runs: the organization's runs across workflows.
+@Index('workflow_runs_org_created_idx', ['organizationId', 'createdAt', 'id'])
+@Index('workflow_runs_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
+// A parent's children (a cancel reaches them).
+@Index('workflow_runs_parent_idx', ['parentRunId'], { where: 'parent_run_id IS NOT NULL' })
+export class RunRow {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('uuid', { name: 'workflow_id' }) workflowId!: string;
+  @ManyToOne('WorkflowRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'workflow_id' }) workflow?: object;
+  @Column('integer', { name: 'workflow_version' }) workflowVersion!: number;
+  @Column('varchar', { length: 16 }) status!: string;
+  @Column('jsonb', { nullable: true }) input!: unknown;
+  @Column('jsonb', { nullable: true }) output!: unknown;
+  @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
+  @Column('integer', { default: 0 }) attempts!: number;
+  @Column('uuid', { name: 'job_id', nullable: true }) jobId!: string | null;
+  /** The run's bound, from its version, kept for the queue's lease. */
+  @Column('integer', { name: 'timeout_ms' }) timeoutMs!: number;
+  @Column('jsonb', { name: 'triggered_by' }) triggeredBy!: { type: string; id: string };
+  /** The run whose workflow step started this one. */
+  @Column('uuid', { name: 'parent_run_id', nullable: true }) parentRunId!: string | null;
+  /** 0 for a run started otherwise; its parent's + 1 for a child. */
+  @Column('integer', { default: 0 }) depth!: number;
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+  @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}
+
+@Entity('workflow_run_steps')
+export class RunStepRow {
+  @PrimaryColumn('uuid', { name: 'run_id' }) runId!: string;
+  @ManyToOne(() => RunRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'run_id' }) run?: RunRow;
+  @PrimaryColumn('varchar', { name: 'step_id', length: 64 }) stepId!: string;
+  /** Order in the definition. */
+  @Column('integer') position!: number;
+  @Column('varchar', { length: 16 }) status!: string;
+  @Column('integer', { default: 0 }) attempts!: number;
+  @Column('jsonb', { nullable: true }) input!: unknown;
+  @Column('jsonb', { nullable: true }) output!: unknown;
+  @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
+  @Column('uuid', { name: 'execution_id', nullable: true }) executionId!: string | null;
+  /** When a waiting step goes on (a sleep's end, a retry's next attempt). */
+  @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
+  /** Why a skipped step was skipped. */
+  @Column('varchar', { length: 500, nullable: true }) reason!: string | null;
+  /** The run a workflow step started. */
+  @Column('uuid', { name: 'child_run_id', nullable: true }) childRunId!: string | null;
+  @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}
+
+/** One item of a map step: its own status, attempts and output, committed as it ends. */
+@Entity('workflow_run_items')
+export class RunItemRow {
+  @PrimaryColumn('uuid', { name: 'run_id', primaryKeyConstraintName: 'PK_workflow_run_items' }) runId!: string;
+  @ManyToOne(() => RunRow, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'run_id', foreignKeyConstraintName: 'FK_workflow_run_items_run' })
+  run?: RunRow;
+  @PrimaryColumn('varchar', { name: 'step_id', length: 64, primaryKeyConstraintName: 'PK_workflow_run_items' }) stepId!: string;
+  /** The item's place in the array the map went over. */
+  @PrimaryColumn('integer', { primaryKeyConstraintName: 'PK_workflow_run_items' }) index!: number;
+  @Column('varchar', { length: 16 }) status!: string;
+  @Column('integer', { default: 0 }) attempts!: number;
+  @Column('jsonb', { nullable: true }) output!: unknown;
+  @Column('jsonb', { nullable: true }) error!: { code: string; message: string } | null;
+  @Column('uuid', { name: 'execution_id', nullable: true }) executionId!: string | null;
+  @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
+  @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}

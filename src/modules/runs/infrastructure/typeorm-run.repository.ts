@@ -1,0 +1,463 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { DurableTable } from '../../../database/durable-table';
+import { keysetSql } from '../../../database/keyset';
+import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
+import { JobRef } from '../../../shared/jobs/job-ref';
+import { Failure, Outcome } from '../../../shared/jobs/outcome';
+import { HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun } from '../domain/run.repository';
+
+interface RawRun {
+  id: string;
+  organization_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: Failure | null;
+  attempts: number;
+  job_id: string | null;
+  timeout_ms: number;
+  triggered_by: Run['triggeredBy'];
+  parent_run_id: string | null;
+  depth: number;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+interface RawItem {
+  index: number;
+  status: RunItem['status'];
+  attempts: number;
+  output: unknown;
+  error: Failure | null;
+  execution_id: string | null;
+  resume_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+interface RawStep {
+  run_id: string;
+  step_id: string;
+  status: StepStatus;
+  attempts: number;
+  input: unknown;
+  output: unknown;
+  error: Failure | null;
+  execution_id: string | null;
+  resume_at: Date | null;
+  reason: string | null;
+  child_run_id: string | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** A waiting run's job starts later: the reconciler leaves it alone (it keeps only runs on a job moving). */
+const RUNS = new DurableTable('workflow_runs', 'uuid', true);
+const UNFINISHED = RUNS.unfinished;
+/** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
+const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END,
+  reason = CASE WHEN s.status = 'pending' THEN 'the run ended without it' ELSE s.reason END, resume_at = NULL, finished_at = now()`;
+const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
+/** Items of a run that ends and are not final: canceled. */
+const END_ITEMS = (runs: string) =>
+  `UPDATE workflow_run_items i SET status = 'canceled', resume_at = NULL, finished_at = now()
+   FROM ${runs} e WHERE i.run_id = e.id AND i.status IN ('pending', 'running', 'waiting')`;
+
+/** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
+@Injectable()
+export class TypeOrmRunRepository extends RunRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  async insert(run: Run): Promise<void> {
+    // One statement for the run and its steps: one round trip for every run started.
+    await this.query(
+      `WITH run AS (
+         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13) RETURNING id)
+       INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
+       SELECT run.id, step_id, position - 1, 'pending', 0 FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)`,
+      [
+        run.id,
+        run.organizationId,
+        run.workflowId,
+        run.workflowVersion,
+        run.status,
+        json(run.input),
+        run.jobId,
+        run.timeoutMs,
+        json(run.triggeredBy),
+        run.createdAt,
+        run.steps.map((s) => s.id),
+        run.parentRunId,
+        run.depth,
+      ],
+    );
+  }
+
+  async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE organization_id = $1 AND workflow_id = $2 AND id = $3', [
+      organizationId,
+      workflowId,
+      id,
+    ]);
+    if (!row) return null;
+    const [run] = await this.withSteps([row]);
+    const counts = await this.query<{ step_id: string; status: RunItem['status']; count: string }>(
+      'SELECT step_id, status, count(*) AS count FROM workflow_run_items WHERE run_id = $1 GROUP BY step_id, status',
+      [id],
+    );
+    for (const c of counts) {
+      const step = run.steps.find((s) => s.id === c.step_id);
+      if (!step) continue;
+      step.items ??= { total: 0 };
+      step.items[c.status] = Number(c.count);
+      step.items.total += Number(c.count);
+    }
+    return run;
+  }
+
+  async findById(id: string): Promise<Run | null> {
+    const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE id = $1', [id]);
+    return row ? (await this.withSteps([row]))[0] : null;
+  }
+
+  async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
+    const scope = { organization_id: organizationId, ...(filter.workflowId ? { workflow_id: filter.workflowId } : {}) };
+    const { tail, params } = keysetSql(scope, filter, page);
+    const rows = await this.query<RawRun>(`SELECT * FROM workflow_runs ${tail}`, params);
+    return toPage(
+      rows.map((r) => toRun(r, [])),
+      page.limit,
+      (r) => r,
+    );
+  }
+
+  async start(jobs: JobRef[]): Promise<Run[]> {
+    const rows = await this.query<RawRun>(
+      `WITH started AS (
+         UPDATE workflow_runs
+         SET status = 'running', attempts = attempts + CASE WHEN status = 'waiting' THEN 0 ELSE 1 END, started_at = COALESCE(started_at, now())
+         WHERE ${RUNS.startedBy()} RETURNING *
+       ) SELECT * FROM started`,
+      RUNS.startParams(jobs),
+    );
+    return this.withSteps(rows);
+  }
+
+  async wait(id: string, fromJobId: string, toJobId: string): Promise<Run | null> {
+    const rows = await this.query<RawRun>(
+      `WITH parked AS (
+         UPDATE workflow_runs SET status = 'waiting', job_id = $3 WHERE id = $1 AND job_id = $2 AND status = 'running' RETURNING *
+       ) SELECT * FROM parked`,
+      [id, fromJobId, toJobId],
+    );
+    return rows.length ? (await this.withSteps(rows))[0] : null;
+  }
+
+  async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
+    const rows = await this.query<{ run_id: string; step_id: string }>(
+      `WITH w AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS w(run_id uuid, step_id text, status text, attempts int, input jsonb, has_input boolean,
+                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text, child_run_id uuid)
+       ), done AS (
+         UPDATE workflow_run_steps s SET
+           status = w.status,
+           attempts = COALESCE(w.attempts, s.attempts),
+           input = CASE WHEN w.has_input THEN w.input ELSE s.input END,
+           output = CASE WHEN w.status = 'succeeded' THEN w.output ELSE NULL END,
+           error = NULLIF(w.error, 'null'::jsonb),
+           execution_id = COALESCE(w.execution_id, s.execution_id),
+           resume_at = w.resume_at,
+           reason = w.reason,
+           child_run_id = COALESCE(w.child_run_id, s.child_run_id),
+           started_at = CASE WHEN w.status IN ('running', 'waiting') THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
+           finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
+         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND ${OPEN_STEPS}
+         RETURNING s.run_id, s.step_id
+       ) SELECT * FROM done`,
+      [
+        JSON.stringify(
+          writes.map((w) => ({
+            run_id: w.runId,
+            step_id: w.stepId,
+            status: w.status,
+            attempts: w.attempts ?? null,
+            input: w.input ?? null,
+            has_input: w.input !== undefined,
+            output: w.output ?? null,
+            error: w.error ?? null,
+            execution_id: w.executionId ?? null,
+            resume_at: w.resumeAt ?? null,
+            reason: w.reason ?? null,
+            child_run_id: w.childRunId ?? null,
+          })),
+        ),
+      ],
+    );
+    const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}`));
+    return writes.map((w) => applied.has(`${w.runId}:${w.stepId}`));
+  }
+
+  async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Run | null>> {
+    const rows = await this.query<RawRun>(
+      `WITH o AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, output jsonb, error jsonb)
+       ), finished AS (
+         UPDATE workflow_runs r SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
+         FROM o WHERE r.id = o.id AND r.status = 'running' RETURNING r.*
+       ), steps AS (
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM finished f WHERE s.run_id = f.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('finished')}
+       ) SELECT * FROM finished`,
+      [
+        JSON.stringify(
+          outcomes.map(({ id, outcome }) =>
+            outcome.status === 'succeeded'
+              ? { id, status: outcome.status, output: outcome.output ?? null, error: null }
+              : { id, status: outcome.status, output: null, error: outcome.error },
+          ),
+        ),
+      ],
+    );
+    const runs = new Map((await this.withSteps(rows)).map((r) => [r.id, r]));
+    return outcomes.map((o) => runs.get(o.id) ?? null);
+  }
+
+  async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
+    const [row] = await this.query<RawRun>(
+      `WITH canceled AS (
+         UPDATE workflow_runs SET status = 'canceled', finished_at = now(), error = $4
+         WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING *
+       ), steps AS (
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM canceled c WHERE s.run_id = c.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('canceled')}
+       ) SELECT * FROM canceled`,
+      [organizationId, workflowId, id, json(error)],
+    );
+    // The steps' new statuses are visible after the statement: read them now.
+    return row ? this.findById(row.id) : null;
+  }
+
+  async unfinished(olderThanMs: number, limit: number): Promise<UnfinishedRun[]> {
+    const rows = await RUNS.unfinishedOnJobs<{
+      id: string;
+      organization_id: string;
+      job_id: string | null;
+      attempts: number;
+      timeout_ms: number;
+    }>((sql, params) => this.query(sql, params), olderThanMs, limit, {
+      columns: 't.id, t.organization_id, t.job_id, t.attempts, t.timeout_ms',
+    });
+    return rows.map((r) => ({
+      id: r.id,
+      organizationId: r.organization_id,
+      jobId: r.job_id,
+      attempts: r.attempts,
+      timeoutMs: r.timeout_ms,
+    }));
+  }
+
+  moveToJob(id: string, fromJobId: string | null, toJobId: string): Promise<boolean> {
+    return RUNS.moveToJob((sql, params) => this.query(sql, params), id, fromJobId, toJobId);
+  }
+
+  async abandon(id: string, jobId: string | null, error: Failure): Promise<Run | null> {
+    const rows = await this.query<{ id: string }>(
+      `WITH gone AS (
+         UPDATE workflow_runs SET status = 'failed', error = $3, finished_at = now()
+         WHERE ${RUNS.onItsJob} RETURNING id
+       ), steps AS (
+         UPDATE workflow_run_steps s SET ${END_STEPS}
+         FROM gone g WHERE s.run_id = g.id AND ${OPEN_STEPS}
+       ), items AS (${END_ITEMS('gone')}
+       ) SELECT * FROM gone`,
+      [id, jobId, json(error)],
+    );
+    return rows.length ? this.findById(id) : null;
+  }
+
+  async beginItems(runId: string, stepId: string, items: unknown[]): Promise<boolean> {
+    const rows = await this.query<{ step_id: string }>(
+      `WITH begun AS (
+         UPDATE workflow_run_steps s
+         SET status = 'running', input = $3, attempts = 1, started_at = COALESCE(s.started_at, now())
+         FROM workflow_runs r
+         WHERE r.id = $1 AND r.status = 'running' AND s.run_id = $1 AND s.step_id = $2 AND ${OPEN_STEPS}
+         RETURNING s.step_id
+       ), items AS (
+         INSERT INTO workflow_run_items (run_id, step_id, index, status)
+         SELECT $1, $2, i, 'pending' FROM begun, generate_series(0, $4::int - 1) AS i
+         ON CONFLICT DO NOTHING
+       ) SELECT * FROM begun`,
+      [runId, stepId, JSON.stringify(items), items.length],
+    );
+    return rows.length > 0;
+  }
+
+  openItems(runId: string, stepId: string): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 AND status IN ('pending', 'running', 'waiting') ORDER BY index`, [runId, stepId]);
+  }
+
+  allItems(runId: string, stepId: string): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 ORDER BY index`, [runId, stepId]);
+  }
+
+  itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]> {
+    return this.items(`run_id = $1 AND step_id = $2 AND index > $3 ORDER BY index LIMIT $4`, [runId, stepId, afterIndex, limit]);
+  }
+
+  async writeItems(writes: ItemWrite[]): Promise<boolean[]> {
+    const rows = await this.query<{ run_id: string; step_id: string; index: number }>(
+      `WITH w AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS w(run_id uuid, step_id text, index int, status text, attempts int, output jsonb, error jsonb, execution_id uuid, resume_at timestamptz)
+       ), done AS (
+         UPDATE workflow_run_items i SET
+           status = w.status,
+           attempts = w.attempts,
+           output = CASE WHEN w.status = 'succeeded' THEN w.output ELSE NULL END,
+           error = NULLIF(w.error, 'null'::jsonb),
+           execution_id = COALESCE(w.execution_id, i.execution_id),
+           resume_at = w.resume_at,
+           started_at = COALESCE(i.started_at, now()),
+           finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
+         WHERE i.run_id = w.run_id AND i.step_id = w.step_id AND i.index = w.index AND i.status IN ('pending', 'running', 'waiting')
+         RETURNING i.run_id, i.step_id, i.index
+       ) SELECT * FROM done`,
+      [
+        JSON.stringify(
+          writes.map((w) => ({
+            run_id: w.runId,
+            step_id: w.stepId,
+            index: w.index,
+            status: w.status,
+            attempts: w.attempts,
+            output: w.output ?? null,
+            error: w.error ?? null,
+            execution_id: w.executionId ?? null,
+            resume_at: w.resumeAt ?? null,
+          })),
+        ),
+      ],
+    );
+    const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}:${r.index}`));
+    return writes.map((w) => applied.has(`${w.runId}:${w.stepId}:${w.index}`));
+  }
+
+  private async items(where: string, params: unknown[]): Promise<RunItem[]> {
+    const rows = await this.query<RawItem>(`SELECT * FROM workflow_run_items WHERE ${where}`, params);
+    return rows.map((r) => ({
+      index: r.index,
+      status: r.status,
+      attempts: r.attempts,
+      output: r.output,
+      error: r.error,
+      executionId: r.execution_id,
+      resumeAt: r.resume_at,
+      startedAt: r.started_at,
+      finishedAt: r.finished_at,
+    }));
+  }
+
+  async waitingParents(parentIds: string[]): Promise<string[]> {
+    if (!parentIds.length) return [];
+    // FOR UPDATE in its own statement: a parent parking now is seen once its transaction commits.
+    const rows = await this.query<{ job_id: string | null; status: string }>(
+      'SELECT job_id, status FROM workflow_runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+      [parentIds],
+    );
+    return rows.filter((r) => r.status === 'waiting' && r.job_id).map((r) => r.job_id!);
+  }
+
+  async childEnded(runId: string): Promise<boolean> {
+    const [row] = await this.query<{ ended: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM workflow_run_steps s JOIN workflow_runs c ON c.id = s.child_run_id
+         WHERE s.run_id = $1 AND s.status = 'waiting' AND c.status NOT IN ('queued', 'running', 'waiting')
+       ) AS ended`,
+      [runId],
+    );
+    return row.ended;
+  }
+
+  async unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {
+    const rows = await this.query<{ id: string; workflow_id: string; organization_id: string }>(
+      `SELECT id, workflow_id, organization_id FROM workflow_runs WHERE parent_run_id = $1 AND ${UNFINISHED}`,
+      [runId],
+    );
+    return rows.map((r) => ({ id: r.id, workflowId: r.workflow_id, organizationId: r.organization_id }));
+  }
+
+  private async withSteps(rows: RawRun[]): Promise<Run[]> {
+    if (!rows.length) return [];
+    const steps = await this.query<RawStep>('SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position', [
+      rows.map((r) => r.id),
+    ]);
+    const byRun = new Map<string, StepRun[]>();
+    for (const s of steps) {
+      const list = byRun.get(s.run_id) ?? [];
+      list.push(toStep(s));
+      byRun.set(s.run_id, list);
+    }
+    return rows.map((r) => toRun(r, byRun.get(r.id) ?? []));
+  }
+
+  private query<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return this.txHost.tx.query<T[]>(sql, params);
+  }
+}
+
+const json = (value: unknown): string => JSON.stringify(value ?? null);
+
+function toRun(row: RawRun, steps: StepRun[]): Run {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    workflowId: row.workflow_id,
+    workflowVersion: row.workflow_version,
+    status: row.status,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    attempts: row.attempts,
+    jobId: row.job_id,
+    timeoutMs: row.timeout_ms,
+    triggeredBy: row.triggered_by,
+    parentRunId: row.parent_run_id,
+    depth: row.depth,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    steps,
+  };
+}
+
+function toStep(row: RawStep): StepRun {
+  return {
+    id: row.step_id,
+    status: row.status,
+    attempts: row.attempts,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    executionId: row.execution_id,
+    resumeAt: row.resume_at,
+    reason: row.reason,
+    childRunId: row.child_run_id,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

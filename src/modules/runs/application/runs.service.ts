@@ -112,8 +112,8 @@ export class RunsService implements ChildRuns {
     return this.jobs.settle(submitted, {}, waitSeconds);
   }
 
-  /** A workflow step's child run: recorded and queued, then counted and its worker woken; a repeat of `key` answers the first. */
-  async startChild(parent: Run, workflowId: string, input: unknown, key: string): Promise<string> {
+  /** A workflow step's child run: recorded and queued, then waited for up to `waitMs`; a repeat of `key` answers the first. */
+  async startChild(parent: Run, workflowId: string, input: unknown, key: string, waitMs: number): Promise<Run> {
     const submitted = await this.enqueue(parent.organizationId, {
       workflowId,
       input,
@@ -121,8 +121,7 @@ export class RunsService implements ChildRuns {
       triggeredBy: { type: 'workflow_run', id: parent.id },
       parent: { runId: parent.id, depth: parent.depth },
     });
-    await this.settle(submitted, 0);
-    return submitted.record.id;
+    return this.settle(submitted, waitMs / 1000);
   }
 
   /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */

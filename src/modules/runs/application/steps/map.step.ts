@@ -94,10 +94,19 @@ export class MapStep implements StepKind {
     const stopAll = () => stop.abort();
     signal.addEventListener('abort', stopAll, { once: true });
     let failure: Failure | null = null;
+    // An item's record is written while its lane goes on to the next item; all are awaited before the step ends.
+    const written: Array<Promise<{ applied: boolean } | { error: unknown }>> = [];
     try {
       const lanes = Array.from({ length: Math.min(spec.concurrency ?? 1, due.length) }, async () => {
         for (let item = due.shift(); item && !stop.signal.aborted; item = due.shift()) {
           const ended = await this.runItem(context, items, item, stop.signal);
+          if (ended.written)
+            written.push(
+              ended.written.then(
+                (applied) => ({ applied }),
+                (error: unknown) => ({ error }),
+              ),
+            );
           if ('resumeAt' in ended) later.push(ended.resumeAt.getTime());
           else if (ended.status === 'failed' && !spec.skipFailures && !failure) {
             failure = { code: 'MAP_ITEM_FAILED', message: `Item ${item.index} failed: ${ended.error.code}: ${ended.error.message}` };
@@ -109,6 +118,11 @@ export class MapStep implements StepKind {
     } finally {
       signal.removeEventListener('abort', stopAll);
     }
+    for (const result of await Promise.all(written)) {
+      // The database went away: the run's job is tried again. A write that did not apply: the run no longer runs.
+      if ('error' in result) throw result.error;
+      if (!result.applied) return canceled();
+    }
     if (signal.aborted) return canceled();
     if (failure) return { status: 'failed', error: failure };
     if (later.length) return { status: 'waiting', resumeAt: new Date(Math.min(...later)) };
@@ -117,12 +131,7 @@ export class MapStep implements StepKind {
   }
 
   /** One item through the inner step's kind, its attempts (waiting between them) and its record. */
-  private async runItem(
-    context: StepContext,
-    items: unknown[],
-    item: RunItem,
-    signal: AbortSignal,
-  ): Promise<{ status: 'succeeded' | 'canceled' } | { status: 'failed'; error: Failure } | { resumeAt: Date }> {
+  private async runItem(context: StepContext, items: unknown[], item: RunItem, signal: AbortSignal): Promise<ItemEnd> {
     const { run, step } = context;
     const inner = { ...step.map!.step, id: step.id } as StepDefinition;
     const kind = this.kinds!.of(inner);
@@ -130,13 +139,18 @@ export class MapStep implements StepKind {
     const evaluate = (expression: string) => context.evaluate(expression, scope);
     const write = (change: Omit<ItemWrite, 'runId' | 'stepId' | 'index'>) =>
       this.writes.add({ runId: run.id, stepId: step.id, index: item.index, ...change });
+    // The end of the item, its record being written.
+    const ends = <E extends ItemEnd>(end: E, change: Omit<ItemWrite, 'runId' | 'stepId' | 'index'>): E => ({
+      ...end,
+      written: write(change),
+    });
 
     let input: unknown = items[item.index];
     if (inner.input !== undefined) {
       const evaluated = await evaluate(inner.input);
       if ('error' in evaluated) {
         const error = { code: evaluated.error.code, message: `input: ${evaluated.error.message}` };
-        return (await write({ status: 'failed', attempts: item.attempts, error })) ? { status: 'failed', error } : { status: 'canceled' };
+        return ends({ status: 'failed', error }, { status: 'failed', attempts: item.attempts, error });
       }
       input = evaluated.value;
     }
@@ -161,7 +175,7 @@ export class MapStep implements StepKind {
       if (answer.status === 'waiting') {
         // No kind a map runs waits for an event: a wait has its time.
         const resumeAt = answer.resumeAt ?? new Date();
-        return (await write({ status: 'waiting', attempts: counted, resumeAt, executionId })) ? { resumeAt } : { status: 'canceled' };
+        return ends({ resumeAt }, { status: 'waiting', attempts: counted, resumeAt, executionId });
       }
       const outcome: Outcome = answer;
       if (outcome.status === 'failed' || outcome.status === 'timed_out') {
@@ -169,24 +183,22 @@ export class MapStep implements StepKind {
         if (wait !== null && !signal.aborted) {
           if (wait === 0) continue;
           const resumeAt = new Date(Date.now() + wait);
-          return (await write({ status: 'waiting', attempts: counted, error: outcome.error, resumeAt, executionId }))
-            ? { resumeAt }
-            : { status: 'canceled' };
+          return ends({ resumeAt }, { status: 'waiting', attempts: counted, error: outcome.error, resumeAt, executionId });
         }
       }
       await kind.settle?.(itemContext(counted), outcome);
       if (outcome.status === 'canceled' || (signal.aborted && outcome.status !== 'succeeded')) return { status: 'canceled' };
-      if (outcome.status !== 'succeeded') {
-        return (await write({ status: 'failed', attempts: counted, error: outcome.error, executionId }))
-          ? { status: 'failed', error: outcome.error }
-          : { status: 'canceled' };
-      }
-      return (await write({ status: 'succeeded', attempts: counted, output: outcome.output, executionId }))
-        ? { status: 'succeeded' }
-        : { status: 'canceled' };
+      if (outcome.status !== 'succeeded')
+        return ends({ status: 'failed', error: outcome.error }, { status: 'failed', attempts: counted, error: outcome.error, executionId });
+      return ends({ status: 'succeeded' }, { status: 'succeeded', attempts: counted, output: outcome.output, executionId });
     }
   }
 }
+
+/** How an item ended in this worker; `written` is its record's write, under way. */
+type ItemEnd = ({ status: 'succeeded' | 'canceled' } | { status: 'failed'; error: Failure } | { resumeAt: Date }) & {
+  written?: Promise<boolean>;
+};
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';

@@ -10,10 +10,19 @@ import { StepAnswer, StepContext, StepKind } from './step-kind';
 /** How deep runs may start runs: a top-level run is 0. */
 export const MAX_RUN_DEPTH = 5;
 
+/**
+ * How long the parent's worker waits for a child it just started before it lets go: a child
+ * that ends that soon (one quick step) costs no parking and no second pickup of the parent.
+ */
+const CHILD_GRACE_MS = 250;
+
 /** Starting a child run (RunsService): looked up when first used, since the service checks definitions with these kinds. */
 export abstract class ChildRuns {
-  /** Records and queues a run of `workflowId` for the parent; a repeat of `key` answers the run it started. */
-  abstract startChild(parent: Run, workflowId: string, input: unknown, key: string): Promise<string>;
+  /**
+   * Records and queues a run of `workflowId` for the parent (a repeat of `key` answers the run it
+   * started), and waits up to `waitMs` for it to end; answers it as it then stands.
+   */
+  abstract startChild(parent: Run, workflowId: string, input: unknown, key: string, waitMs: number): Promise<Run>;
 }
 
 /**
@@ -44,21 +53,23 @@ export class WorkflowStep implements StepKind {
 
   async run({ run, step, record, input, callId }: StepContext): Promise<StepAnswer> {
     const wait = step.wait ?? true;
-    let childRunId = record?.childRunId ?? null;
-    if (!childRunId) {
+    let child: Run | null;
+    if (record?.childRunId) {
+      child = await this.runs.findById(record.childRunId);
+      if (!child) return { ...failed('RUN_NOT_FOUND', `The child run ${record.childRunId} is gone`), childRunId: record.childRunId };
+    } else {
       if (run.depth + 1 > MAX_RUN_DEPTH)
         return failed('WORKFLOW_DEPTH', `A run ${run.depth} levels deep cannot start another (at most ${MAX_RUN_DEPTH} levels)`);
       try {
-        childRunId = await this.childRuns().startChild(run, step.workflow!, input, `${run.id}:${callId}`);
+        child = await this.childRuns().startChild(run, step.workflow!, input, `${run.id}:${callId}`, wait ? CHILD_GRACE_MS : 0);
       } catch (error) {
         // The child's workflow is gone, or the input does not fit its schema: the step's failure.
         if (error instanceof DomainError) return failed(error.code, error.message);
         throw error;
       }
     }
+    const childRunId = child.id;
     if (!wait) return { status: 'succeeded', output: { runId: childRunId }, childRunId };
-    const child = await this.runs.findById(childRunId);
-    if (!child) return { ...failed('RUN_NOT_FOUND', `The child run ${childRunId} is gone`), childRunId };
     if (!isRunFinished(child)) return { status: 'waiting', resumeAt: null, childRunId };
     if (child.status === 'succeeded') return { status: 'succeeded', output: child.output, childRunId };
     const why = child.error ? `: ${child.error.code}: ${child.error.message}` : '';

@@ -290,6 +290,20 @@ describe('agents', () => {
       expect(remote.calls.get(done.id)).toHaveLength(3);
 
       const twice = await registerAgent(t, org, { kind: 'http.agent', config: { url: `${remote.url}/flaky` }, maxAttempts: 2 });
+      // Between attempts the execution waits, holding no worker, with the last attempt's error.
+      const waiting = await execute(twice, { input: {} }, '?wait=0');
+      const seen = await eventually(
+        async () => {
+          const body = (await t.http().get(`/api/agents/${twice}/history/${waiting.body.id}`).set(bearer(org.viewer))).body;
+          return body.status === 'waiting' && body;
+        },
+        { timeoutMs: 10_000, intervalMs: 20, message: 'the execution to wait for its second attempt' },
+      );
+      expect(seen).toMatchObject({ attempts: 1, error: { code: 'UPSTREAM_ERROR' }, finishedAt: null });
+      expect((await t.http().get(`/api/agents/${twice}/history?status=waiting`).set(bearer(org.viewer))).body.data).toContainEqual(
+        expect.objectContaining({ id: waiting.body.id }),
+      );
+      await settled(t, org, twice, waiting.body.id);
       const short = await execute(twice, { input: {} });
       const failed = short.status === 200 ? short.body : await settled(t, org, twice, short.body.id);
       expect(failed).toMatchObject({ status: 'failed', error: { code: 'UPSTREAM_ERROR' }, attempts: 2 });

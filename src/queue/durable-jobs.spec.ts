@@ -8,7 +8,7 @@ import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempo
 import { JobRef } from '../shared/jobs/job-ref';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
-import { DurableJobKind, DurableJobs, JobRecords, later, RETRY, RunResult, RunSignals } from './durable-jobs';
+import { DurableJobKind, DurableJobs, JobRecords, later, RunResult, RunSignals } from './durable-jobs';
 import { JobQueue, QueueDefinition, SendOptions, unhandledQueues } from './job-queue';
 import { DurableRecords, JobReconciler, UnfinishedRecord } from './job-reconciler';
 import { Signals } from './signals';
@@ -344,11 +344,13 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(run).not.toHaveBeenCalled();
     });
 
-    it('fails the job for RETRY (the queue retries it), and records nothing for null', async () => {
-      const [retry, nothing] = [await enqueued(), await enqueued()];
-      things.work(async (thing): Promise<RunResult> => (thing.id === retry.id ? RETRY : null));
-      const results = await queue.deliver(jobFor(retry), jobFor(nothing));
-      expect(results.map((r) => r.status)).toEqual(['failed', 'completed']);
+    it('records nothing for null, and fails the job for null once the lease is gone (the queue hands it out again)', async () => {
+      const [nothing, lost] = [await enqueued(), await enqueued()];
+      const lease = new AbortController();
+      lease.abort();
+      things.work(async (): Promise<RunResult> => null);
+      expect(await queue.deliver(jobFor(nothing))).toEqual([{ id: nothing.jobId, status: 'completed' }]);
+      expect(await queue.deliver(jobFor(lost, lease.signal))).toEqual([{ id: lost.jobId, status: 'failed' }]);
       expect(records.finishCalls).toBe(0);
       expect(records.rows.get(nothing.id)?.status).toBe('running');
     });

@@ -86,8 +86,8 @@ export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJ
   recordId(data: object): string;
   /** Lease and retries of the job carrying an unfinished record, when the reconciler queues it again. */
   sendOptions(unfinished: U): Omit<SendOptions, 'id'>;
-  /** For kinds whose runs answer `later`: lease and retries of the job that resumes a waiting record. */
-  resumeOptions?(waiting: R): Omit<SendOptions, 'id'>;
+  /** For kinds whose runs answer `later`: lease and retries of the job that resumes a waiting record (`started` as it ran). */
+  resumeOptions?(waiting: R, started: S): Omit<SendOptions, 'id'>;
   /** False once lost workers have used up the record's allowance: it is failed with `lost` instead. */
   recoverable(unfinished: U): boolean;
   lost: Failure;
@@ -119,14 +119,10 @@ export function later(at: Date, error: Failure | null = null): Later {
 export type RunResult =
   /** Record this final outcome. */
   | Outcome
-  /** Park the record until later. */
+  /** Park the record until later (a retry's backoff, a sleep). */
   | Later
-  /** The attempt failed and the record waits for another: fail the job so the queue retries it with backoff. */
-  | typeof RETRY
   /** Nothing to record here: a cancel was recorded already, or the lease is gone (the job then runs again). */
   | null;
-
-export const RETRY = Symbol('retry');
 
 type Labels = Record<string, string>;
 
@@ -325,7 +321,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
         this.metrics.reached(labels(attempt), 'running');
         const result = await run(attempt, { cancel: cancel.signal, lease: job.signal });
         // A lost lease with nothing recorded: fail the job, so the queue hands it out again.
-        if (result === RETRY || (result === null && job.signal.aborted)) return { id: job.id, status: 'failed' };
+        if (result === null && job.signal.aborted) return { id: job.id, status: 'failed' };
         if (result && 'later' in result) await untilLeaseEnds(() => this.park(attempt, job.id, result, labels(attempt)), job.signal);
         else if (result) await untilLeaseEnds(() => this.finish(id, result, labels(attempt)), job.signal);
         return { id: job.id, status: 'completed' };
@@ -390,7 +386,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       if (parked) {
         startAt = (await this.definition.resumeAt?.(parked, at)) ?? at;
         const priority = this.core.shares.priority(organizationId);
-        await this.core.queue.send(queue, jobData(id), { ...resumeOptions(parked), id: toJobId, group, priority, startAt });
+        await this.core.queue.send(queue, jobData(id), { ...resumeOptions(parked, attempt), id: toJobId, group, priority, startAt });
       }
       return [parked];
     }, 'park');

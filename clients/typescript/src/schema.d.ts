@@ -1893,7 +1893,7 @@ export interface components {
             /** Format: uuid */
             agentId: string;
             /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+            status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
             input: ({
                 [key: string]: unknown;
@@ -7307,7 +7307,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only executions created at or after this time */
                 since?: string;
             };
@@ -7559,7 +7559,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "timed_out";
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only executions created at or after this time */
                 since?: string;
                 /** @description Only this agent's executions (one of another organization finds none) */

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { RETRY, RunResult, RunSignals } from '../../../queue/durable-jobs';
+import { RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CapabilityRunner } from '../../plugins/application/capability-runner';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -153,7 +153,7 @@ describe('AgentExecutor', () => {
   });
 
   it('answers the succeeded outcome, calling the plugin with the installation, the agent and the execution as key', async () => {
-    const { executor, executions, capability, signals, started } = setup({ timeoutMs: 5000 });
+    const { executor, capability, signals, started } = setup({ timeoutMs: 5000 });
     const attempt = await started();
 
     await expect(executor.attempt(attempt, signals)).resolves.toEqual({ status: 'succeeded', output: { echoed: { text: 'hello' } } });
@@ -165,68 +165,56 @@ describe('AgentExecutor', () => {
       timeoutMs: 5000,
       idempotencyKey: attempt.execution.id,
     });
-    expect(executions.retries).toEqual([]);
   });
 
-  it('answers RETRY after putting the execution back to wait when a retryable failure has attempts left', async () => {
+  it('answers later, after a backoff that doubles from 1 s, with the error, when a retryable failure has attempts left', async () => {
     const { executor, executions, capability, signals, started } = setup({ maxAttempts: 3 });
     capability.script = 'upstream error';
     const attempt = await started(2);
+    const before = Date.now();
 
-    await expect(executor.attempt(attempt, signals)).resolves.toBe(RETRY);
+    const result = await executor.attempt(attempt, signals);
+
     const error = { code: 'UPSTREAM_ERROR', message: 'The remote agent answered 503' };
-    expect(executions.retries).toEqual([{ id: attempt.execution.id, error }]);
-    expect(await executions.findById(attempt.execution.id)).toMatchObject({ status: 'queued', error, attempts: 2 });
-  });
-
-  it('answers null when the execution was no longer running to wait for its retry (canceled meanwhile)', async () => {
-    const { executor, executions, capability, signals, started } = setup();
-    capability.script = 'upstream error';
-    const attempt = await started();
-    await executions.cancel(ORG, AGENT_ID, attempt.execution.id, { code: 'CANCELED', message: 'Canceled' });
-
-    await expect(executor.attempt(attempt, signals)).resolves.toBeNull();
-    expect(executions.retries).toHaveLength(1);
-    expect((await executions.findById(attempt.execution.id))?.status).toBe('canceled');
+    expect(result).toEqual({ later: { at: expect.any(Date), error } });
+    const wait = (result as { later: { at: Date } }).later.at.getTime() - before;
+    expect(wait).toBeGreaterThanOrEqual(2000);
+    expect(wait).toBeLessThan(3000);
+    // The core parks it (a guarded change in its transaction): the executor records nothing itself.
+    expect((await executions.findById(attempt.execution.id))?.status).toBe('running');
   });
 
   it('answers the failed outcome when a retryable failure is on the last attempt', async () => {
-    const { executor, executions, capability, signals, started } = setup({ maxAttempts: 3 });
+    const { executor, capability, signals, started } = setup({ maxAttempts: 3 });
     capability.script = 'upstream error';
 
     await expect(executor.attempt(await started(3), signals)).resolves.toEqual({
       status: 'failed',
       error: { code: 'UPSTREAM_ERROR', message: 'The remote agent answered 503' },
     });
-    expect(executions.retries).toEqual([]);
   });
 
   it('answers the failed outcome at once for a failure that is not retryable', async () => {
-    const { executor, executions, capability, signals, started } = setup({ maxAttempts: 3 });
+    const { executor, capability, signals, started } = setup({ maxAttempts: 3 });
     capability.script = 'invalid input';
 
     await expect(executor.attempt(await started(1), signals)).resolves.toEqual({
       status: 'failed',
       error: { code: 'INVALID_INPUT', message: 'input.text is required' },
     });
-    expect(executions.retries).toEqual([]);
   });
 
   it('takes a plugin that throws a plain error for crashed: retried while attempts last, then failed', async () => {
-    const { executor, executions, capability, signals, started } = setup({ maxAttempts: 2 });
+    const { executor, capability, signals, started } = setup({ maxAttempts: 2 });
     capability.script = 'crash';
     const crashed = { code: 'AGENT_CRASHED', message: `${KIND} failed unexpectedly` };
 
-    const first = await started(1);
-    await expect(executor.attempt(first, signals)).resolves.toBe(RETRY);
-    expect(executions.retries).toEqual([{ id: first.execution.id, error: crashed }]);
-
+    await expect(executor.attempt(await started(1), signals)).resolves.toEqual({ later: { at: expect.any(Date), error: crashed } });
     await expect(executor.attempt(await started(2), signals)).resolves.toEqual({ status: 'failed', error: crashed });
-    expect(executions.retries).toHaveLength(1);
   });
 
   it('answers timed_out with AGENT_TIMEOUT when the plugin outlives the timeout on the last attempt, aborting its signal', async () => {
-    const { executor, executions, capability, signals, started } = setup({ maxAttempts: 1, timeoutMs: 20 });
+    const { executor, capability, signals, started } = setup({ maxAttempts: 1, timeoutMs: 20 });
     capability.script = 'hang';
 
     await expect(executor.attempt(await started(1), signals)).resolves.toEqual({
@@ -234,22 +222,20 @@ describe('AgentExecutor', () => {
       error: { code: 'AGENT_TIMEOUT', message: 'Did not finish within 20 ms' },
     });
     expect(capability.requests[0].signal.aborted).toBe(true);
-    expect(executions.retries).toEqual([]);
   });
 
   it('retries a timeout while attempts last', async () => {
-    const { executor, executions, capability, signals, started } = setup({ maxAttempts: 2, timeoutMs: 20 });
+    const { executor, capability, signals, started } = setup({ maxAttempts: 2, timeoutMs: 20 });
     capability.script = 'hang';
     const attempt = await started(1);
 
-    await expect(executor.attempt(attempt, signals)).resolves.toBe(RETRY);
-    expect(executions.retries).toEqual([
-      { id: attempt.execution.id, error: { code: 'AGENT_TIMEOUT', message: 'Did not finish within 20 ms' } },
-    ]);
+    await expect(executor.attempt(attempt, signals)).resolves.toEqual({
+      later: { at: expect.any(Date), error: { code: 'AGENT_TIMEOUT', message: 'Did not finish within 20 ms' } },
+    });
   });
 
   it('answers null on a cancel (the API recorded it), aborting the plugin', async () => {
-    const { executor, executions, capability, cancel, signals, started } = setup({ timeoutMs: 60_000 });
+    const { executor, capability, cancel, signals, started } = setup({ timeoutMs: 60_000 });
     capability.script = 'hang';
 
     const result = executor.attempt(await started(1), signals);
@@ -258,11 +244,10 @@ describe('AgentExecutor', () => {
 
     await expect(result).resolves.toBeNull();
     expect(request.signal.aborted).toBe(true);
-    expect(executions.retries).toEqual([]);
   });
 
   it('records nothing when the lease is lost, even on the last attempt, aborting the plugin (the job runs again)', async () => {
-    const { executor, executions, capability, lease, signals, started } = setup({ maxAttempts: 1, timeoutMs: 60_000 });
+    const { executor, capability, lease, signals, started } = setup({ maxAttempts: 1, timeoutMs: 60_000 });
     capability.script = 'hang';
 
     const result = executor.attempt(await started(1), signals);
@@ -271,11 +256,10 @@ describe('AgentExecutor', () => {
 
     await expect(result).resolves.toBeNull();
     expect(request.signal.aborted).toBe(true);
-    expect(executions.retries).toEqual([]);
   });
 
   it('answers failed PLUGIN_NOT_FOUND without calling the plugin when it is not installed', async () => {
-    const { executor, executions, capability, plugins, signals, started } = setup();
+    const { executor, capability, plugins, signals, started } = setup();
     plugins.lookup = 'not installed';
 
     await expect(executor.attempt(await started(1), signals)).resolves.toEqual({
@@ -283,7 +267,6 @@ describe('AgentExecutor', () => {
       error: { code: 'PLUGIN_NOT_FOUND', message: "Plugin 'fake' is not installed" },
     });
     expect(capability.requests).toEqual([]);
-    expect(executions.retries).toEqual([]);
   });
 
   it('rejects when the plugin lookup fails otherwise (transient errors are transient), and looks up again next time', async () => {
@@ -293,7 +276,6 @@ describe('AgentExecutor', () => {
 
     await expect(executor.attempt(attempt, signals)).rejects.toThrow('Connection terminated unexpectedly');
     expect(capability.requests).toEqual([]);
-    expect(executions.retries).toEqual([]);
     expect((await executions.findById(attempt.execution.id))?.status).toBe('running');
 
     // The queue runs the job again: the failed lookup was not kept.

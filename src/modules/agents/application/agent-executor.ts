@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { RETRY, RunResult, RunSignals } from '../../../queue/durable-jobs';
+import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { CapabilityRunner, isRetryable, PluginConfigs } from '../../plugins/application/capability-runner';
 import { ExecutionRepository, StartedAttempt } from '../domain/execution.repository';
 import { ExecutionJobs } from './execution-jobs';
@@ -7,8 +7,9 @@ import { ExecutionJobs } from './execution-jobs';
 /**
  * The worker side of agent executions: the durable-job core hands it one started attempt at
  * a time; it calls the plugin with a signal that aborts on timeout, cancel or a lost lease.
- * A retryable failure with attempts left goes back to `queued` and its job is retried with
- * backoff; a worker killed mid-attempt leaves the job `active` until its lease expires, and
+ * A retryable failure with attempts left answers `later`: the execution is `waiting` for its
+ * next attempt (1 s, doubling, at most a minute), holding no worker; a worker killed
+ * mid-attempt leaves the job `active` until its lease expires, and
  * then another worker runs it again with the same idempotency key (the execution id).
  */
 @Injectable()
@@ -45,9 +46,13 @@ export class AgentExecutor implements OnModuleInit {
     });
     // Canceled: the API recorded it. Lease lost: the job runs again (another worker, or this one).
     if (outcome.status === 'canceled' || (signals.lease.aborted && outcome.status !== 'succeeded')) return null;
-    if (isRetryable(outcome) && execution.attempts < attempt.maxAttempts) {
-      return (await this.executions.awaitRetry(execution.id, outcome.error)) ? RETRY : null;
-    }
+    if (isRetryable(outcome) && execution.attempts < attempt.maxAttempts)
+      return later(new Date(Date.now() + retryDelayMs(execution.attempts)), outcome.error);
     return outcome;
   }
+}
+
+/** The wait after a failed attempt (the first is attempt 1): 1 s, doubling, at most a minute. */
+export function retryDelayMs(attempt: number): number {
+  return Math.min(1000 * 2 ** (attempt - 1), 60_000);
 }

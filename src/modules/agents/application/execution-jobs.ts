@@ -20,8 +20,8 @@ export function jobOptions(agent: { timeoutMs: number; maxAttempts: number }) {
 }
 
 /**
- * Agent executions as a kind of durable job: one job per execution on `agent-execution`,
- * retried with backoff within the agent's attempts, plus a few restarts after lost workers.
+ * Agent executions as a kind of durable job on `agent-execution`: a job per attempt (each retry
+ * waits for a new one, holding no worker), plus a few restarts after lost workers.
  */
 @Injectable()
 export class ExecutionJobs extends DurableJobKind<Execution, StartedAttempt, UnfinishedExecution> {
@@ -43,16 +43,21 @@ export class ExecutionJobs extends DurableJobKind<Execution, StartedAttempt, Unf
       jobData: (id) => ({ executionId: id }),
       recordId: (data) => (data as { executionId: string }).executionId,
       sendOptions: jobOptions,
+      resumeOptions: (_waiting, started) => jobOptions(started),
       recoverable: (u) => u.attempts < u.maxAttempts + LOST_WORKER_ALLOWANCE,
       lost: {
         code: 'EXECUTION_LOST',
         message: 'The execution was interrupted by lost workers more often than its attempts allow',
       },
-      event: (execution) => ({
-        organizationId: execution.organizationId,
-        type: `agent.execution.${execution.status}`,
-        data: resourceEventData(ExecutionResponse.of(execution), `/api/agents/${execution.agentId}/history/${execution.id}`),
-      }),
+      // Events tell how an execution ended; a wait for the next attempt is not one.
+      event: (execution) =>
+        execution.status === 'waiting'
+          ? null
+          : {
+              organizationId: execution.organizationId,
+              type: `agent.execution.${execution.status}`,
+              data: resourceEventData(ExecutionResponse.of(execution), `/api/agents/${execution.agentId}/history/${execution.id}`),
+            },
     });
   }
 }

@@ -14,14 +14,12 @@ export interface FakeAgentLimits {
 
 /**
  * Executions in memory, for unit specs. Every status change is guarded the way the SQL one
- * is (`finish` and `awaitRetry` on `running`, the others on unfinished), and answers copies.
+ * is (`finish` and `wait` on `running`, the others on unfinished), and answers copies.
  */
 export class InMemoryExecutionRepository extends ExecutionRepository {
   readonly executions = new Map<string, Execution>();
   /** The agents `start` joins, by id. */
   readonly agents = new Map<string, FakeAgentLimits>();
-  /** Every `awaitRetry` asked, whether or not it moved the execution. */
-  readonly retries: Array<{ id: string; error: Failure }> = [];
 
   async insert(execution: Execution): Promise<void> {
     if (this.executions.has(execution.id)) throw new Error(`duplicate execution ${execution.id}`);
@@ -84,12 +82,11 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
     return { ...found };
   }
 
-  async awaitRetry(id: string, error: Failure): Promise<boolean> {
-    this.retries.push({ id, error });
+  async wait(id: string, fromJobId: string, toJobId: string, _at: Date, error: Failure | null): Promise<Execution | null> {
     const execution = this.executions.get(id);
-    if (execution?.status !== 'running') return false;
-    Object.assign(execution, { status: 'queued', error });
-    return true;
+    if (!execution || execution.status !== 'running' || execution.jobId !== fromJobId) return null;
+    Object.assign(execution, { status: 'waiting', jobId: toJobId, error });
+    return { ...execution };
   }
 
   async cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null> {

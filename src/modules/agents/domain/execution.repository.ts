@@ -25,7 +25,7 @@ export interface UnfinishedExecution {
 }
 
 /**
- * Every status change is one guarded UPDATE (`... WHERE status IN ('queued', 'running')`):
+ * Every status change is one guarded UPDATE (`... WHERE status IN ('queued', 'running', 'waiting')`):
  * a late or duplicate worker can never move a finished execution backwards.
  */
 export abstract class ExecutionRepository {
@@ -46,8 +46,8 @@ export abstract class ExecutionRepository {
    * time, attempts + 1 after. Null when it is already final (the answer is on record).
    */
   abstract startOwned(execution: Execution): Promise<Execution | null>;
-  /** Back to `queued` to wait for its retry, with the last attempt's error. */
-  abstract awaitRetry(id: string, error: Failure): Promise<boolean>;
+  /** `waiting` for its next attempt on the job `toJobId`, with the last attempt's error; null when it no longer runs on `fromJobId`. */
+  abstract wait(id: string, fromJobId: string, toJobId: string, at: Date, error: Failure | null): Promise<Execution | null>;
   abstract cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null>;
   /**
    * Unfinished executions on their own jobs (not steps of a workflow run, which the run's job

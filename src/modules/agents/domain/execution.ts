@@ -1,11 +1,11 @@
 import { Failure } from '../../../shared/jobs/outcome';
 
-/** Where an execution is. `queued` also covers "waiting to retry"; the last four are final. */
-export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
+/** Where an execution is: `waiting` for its next attempt (no worker holds it); the last four are final. */
+export const EXECUTION_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
 /** Statuses an execution can still leave; every status write is guarded on these in SQL. */
-export const UNFINISHED: readonly ExecutionStatus[] = ['queued', 'running'];
+export const UNFINISHED: readonly ExecutionStatus[] = ['queued', 'running', 'waiting'];
 
 /** Who started it: a user or an API key through the API, or a workflow run's step. */
 import type { Trigger } from '../../../shared/auth/principal';

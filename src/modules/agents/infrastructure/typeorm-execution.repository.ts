@@ -25,7 +25,7 @@ interface RawExecution {
   finished_at: Date | null;
 }
 
-const EXECUTIONS = new DurableTable('agent_executions', 'uuid');
+const EXECUTIONS = new DurableTable('agent_executions', 'uuid', true);
 const UNFINISHED_SQL = EXECUTIONS.unfinished;
 
 /** Plain SQL: each status change is one guarded statement, and the worker's path is a few round trips. */
@@ -113,12 +113,12 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return row ? toExecution(row) : null;
   }
 
-  async awaitRetry(id: string, error: Failure): Promise<boolean> {
-    const rows = await this.returning(
-      `UPDATE agent_executions SET status = 'queued', error = $2 WHERE id = $1 AND status = 'running' RETURNING id`,
-      [id, json(error)],
+  async wait(id: string, fromJobId: string, toJobId: string, _at: Date, error: Failure | null): Promise<Execution | null> {
+    const [row] = await this.returning<RawExecution>(
+      `UPDATE agent_executions SET status = 'waiting', job_id = $3, error = $4 WHERE id = $1 AND job_id = $2 AND status = 'running' RETURNING *`,
+      [id, fromJobId, toJobId, json(error)],
     );
-    return rows.length > 0;
+    return row ? toExecution(row) : null;
   }
 
   async cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null> {

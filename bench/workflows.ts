@@ -1,6 +1,6 @@
 /**
  * Workflow benchmark: the built service (dist/src/main.js) against a scratch PostgreSQL database
- * per phase, running a 3-step workflow of transform.jsonata actions (a → b → c; {n: 5} → 13).
+ * per phase; phases 1–3 run a 3-step workflow of transform.jsonata actions (a → b → c; {n: 5} → 13).
  *
  *   1. synchronous run (?wait=30) latency with 1 client on two APP_ROLE=all processes side by side,
  *      one evaluating expressions inline (EXPRESSION_SANDBOX=inline, the way they ran before the
@@ -11,11 +11,25 @@
  *      first to BENCH_HISTORY_SMALL then to BENCH_HISTORY_LARGE runs of the workflow, next to runs
  *      of another workflow and of another organization; at each scale the first page, pages
  *      followed through nextCursor from the top and from deep in the history, and the
- *      EXPLAIN (ANALYZE, BUFFERS) of the history query at the deep cursor.
+ *      EXPLAIN (ANALYZE, BUFFERS) of the history query at the deep cursor;
+ *   4. sleeping runs: BENCH_SLEEP_RUNS runs of a workflow that sleeps BENCH_SLEEP_SECONDS (a durable
+ *      sleep step) and then runs one transform step, enqueued (?wait=0) on an APP_ROLE=api process
+ *      with one APP_ROLE=worker process running; once every run has begun its sleep, halfway to the
+ *      first run's due time (at once if it has come), the workflow-run jobs active in the queue (each
+ *      holds a worker slot; expected 0) and the runs waiting; per run, the resume delay (the
+ *      transform step's start − the sleep's due time) from the step rows;
+ *   5. map: BENCH_MAP_RUNS runs, one after the other, of a workflow whose one step maps a
+ *      transform.jsonata action ($ * 2) over the BENCH_MAP_ITEMS numbers of its input, at
+ *      BENCH_MAP_CONCURRENCY, on one APP_ROLE=all process; per run, items/s from the item rows
+ *      (items / (last item's finished_at − first item's started_at)), its time and its output;
+ *   6. child runs: synchronous run (?wait=30) latency with 1 client on one APP_ROLE=all process of
+ *      a plain 1-step workflow and of a parent whose one step runs a 1-step child workflow (the
+ *      parent waits without a worker and the child's end wakes it), runs alternating between them.
  *
  * Run with `npm run bench:workflows`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
  *                                    one database per phase is created on it and dropped at the end
+ *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child)
  *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
  *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
  *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
@@ -28,12 +42,20 @@
  *   BENCH_HISTORY_PAGES              pages followed through nextCursor per measurement (50)
  *   BENCH_FIRST_PAGE_REQUESTS        first-page requests per scale (100)
  *   BENCH_INSERT_CHUNK               rows per INSERT statement (100000)
+ *   BENCH_SLEEP_RUNS                 sleeping runs enqueued (1000)
+ *   BENCH_SLEEP_SECONDS              how long each of them sleeps (5)
+ *   BENCH_MAP_ITEMS                  items of each map run (1000)
+ *   BENCH_MAP_CONCURRENCY            the map step's concurrency (10)
+ *   BENCH_MAP_RUNS                   map runs, one after the other (3)
+ *   BENCH_CHILD_WARMUP_RUNS          warm-up runs of each child-phase workflow (10)
+ *   BENCH_CHILD_RUNS                 runs of each child-phase workflow measured with 1 client (100)
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
 import {
   BENCH_WORKFLOW,
@@ -57,6 +79,7 @@ import {
   runInterleaved,
   runLoad,
   SANDBOX_MODES,
+  summarize,
   ScratchDatabases,
   serviceEnv,
   startSandboxPair,
@@ -71,8 +94,12 @@ import {
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
 
+const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child'] as const;
+type Phase = (typeof PHASES)[number];
+
 const settings = {
   serverUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
+  phases: phasesFromEnv(),
   warmupRequests: intFromEnv('BENCH_WARMUP_REQUESTS', 200),
   syncRequests: intFromEnv('BENCH_SYNC_REQUESTS', 1000),
   asyncRuns: intFromEnv('BENCH_WORKFLOW_RUNS', 3000),
@@ -84,10 +111,24 @@ const settings = {
   historyPages: intFromEnv('BENCH_HISTORY_PAGES', 50),
   firstPageRequests: intFromEnv('BENCH_FIRST_PAGE_REQUESTS', 100),
   insertChunk: intFromEnv('BENCH_INSERT_CHUNK', 100_000),
+  sleepRuns: intFromEnv('BENCH_SLEEP_RUNS', 1000),
+  sleepSeconds: intFromEnv('BENCH_SLEEP_SECONDS', 5),
+  mapItems: intFromEnv('BENCH_MAP_ITEMS', 1000),
+  mapConcurrency: intFromEnv('BENCH_MAP_CONCURRENCY', 10),
+  mapRuns: intFromEnv('BENCH_MAP_RUNS', 3),
+  childWarmupRuns: intFromEnv('BENCH_CHILD_WARMUP_RUNS', 10),
+  childRuns: intFromEnv('BENCH_CHILD_RUNS', 100),
   readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
 };
 
-const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300 };
+function phasesFromEnv(): Phase[] {
+  const raw = (process.env.BENCH_PHASES || PHASES.join(',')).split(',').map((p) => p.trim());
+  const unknown = raw.filter((p) => !PHASES.includes(p as Phase));
+  if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase(s) ${unknown.join(', ')} (known: ${PHASES.join(', ')})`);
+  return PHASES.filter((p) => raw.includes(p));
+}
+
+const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2 };
 
 /** Page size of the history requests (the API's default). */
 const PAGE_SIZE = 20;
@@ -116,6 +157,13 @@ interface Plan {
 /** Notes printed under the table: bulk insert times. */
 const notes: string[] = [];
 
+/** What a phase adds to the report. */
+interface Outcome {
+  rows: Row[];
+  plans?: Plan[];
+  sleep?: SleepCheck;
+}
+
 // ---------------------------------------------------------------------------------------------
 // API calls
 
@@ -126,19 +174,26 @@ async function prepareWorkflow(service: JsonClient): Promise<{ client: JsonClien
   return { client, workflowId: id, version };
 }
 
-/** One synchronous run; null when it answered 200 succeeded with the expected output. */
-async function runAndWait(client: JsonClient, workflowId: string): Promise<string | null> {
+/** One synchronous run; null when it answered 200 succeeded with the expected output (as JSON). */
+async function runAndWait(client: JsonClient, workflowId: string, expected: unknown = OUTPUT): Promise<string | null> {
   const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=30`, INPUT);
   if (res.status !== 200) return `HTTP ${res.status} ${brief(res.body)}`;
-  if (field(res.body, 'status') !== 'succeeded' || field(res.body, 'output') !== OUTPUT) return `200 but ${brief(res.body)}`;
+  if (field(res.body, 'status') !== 'succeeded' || JSON.stringify(field(res.body, 'output')) !== JSON.stringify(expected))
+    return `200 but ${brief(res.body)}`;
   return null;
 }
 
 /** One queued run; null when it answered 202 queued. */
-async function enqueue(client: JsonClient, workflowId: string): Promise<string | null> {
-  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, INPUT);
+async function enqueue(client: JsonClient, workflowId: string, body: object = INPUT): Promise<string | null> {
+  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, body);
   if (res.status !== 202 || field(res.body, 'status') !== 'queued') return `HTTP ${res.status} ${brief(res.body)}`;
   return null;
+}
+
+/** Throws when a service died or the run was interrupted. */
+function assertGoingOn(): void {
+  services.assertAlive();
+  if (interrupted.signal.aborted) throw new Error('interrupted');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,10 +243,7 @@ async function asyncPhase(workers: number): Promise<Row[]> {
         services.start(`worker ${i + 1}`, serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
       ),
     );
-    await waitForDrain(db, { table: 'workflow_runs', column: 'workflow_id', id: workflowId }, settings.asyncTimeoutMs, () => {
-      services.assertAlive();
-      if (interrupted.signal.aborted) throw new Error('interrupted');
-    });
+    await waitForDrain(db, { table: 'workflow_runs', column: 'workflow_id', id: workflowId }, settings.asyncTimeoutMs, assertGoingOn);
     const wallSeconds = (performance.now() - spawnedAt) / 1000;
     const drain = await drainFigures(db, workflowId);
     services.assertAlive();
@@ -268,7 +320,7 @@ interface HistoryContext {
 }
 
 /** Phase 3: history paging with BENCH_HISTORY_SMALL, then BENCH_HISTORY_LARGE runs of the workflow. */
-async function historyPhase(): Promise<{ rows: Row[]; plans: Plan[] }> {
+async function historyPhase(): Promise<Outcome> {
   const databaseUrl = await databases.create('history');
   log('history: starting one APP_ROLE=api process (migrations, workflow; nothing executes)');
   const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
@@ -490,9 +542,317 @@ function compact(n: number): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Phase 4: sleeping runs
+
+/** A durable sleep of BENCH_SLEEP_SECONDS, then one transform step. */
+const SLEEP_WORKFLOW = {
+  name: 'bench-sleep',
+  steps: [
+    { id: 'nap', sleep: { seconds: settings.sleepSeconds } },
+    { id: 'after', action: 'transform.jsonata', with: { expression: '$' }, needs: ['nap'] },
+  ],
+};
+
+/**
+ * The due time of the sleep step `n`: resume_at while it waits; the step clears it when it
+ * succeeds, and its output keeps the same time as `until`.
+ */
+const NAP_DUE = "COALESCE(n.resume_at, (n.output ->> 'until')::timestamptz)";
+
+const RESUME_SCENARIO = 'sleeping runs, resume delay (due → resumed)';
+
+/** What the sleeping runs showed besides the row. */
+interface SleepCheck {
+  /** workflow-run jobs active in the queue mid-sleep (each holds a worker slot). */
+  activeJobs: number;
+  /** Runs in status waiting at that moment, of `runs`. */
+  waiting: number;
+  runs: number;
+  /** From that moment to the first run's due time, s (negative when it had passed). */
+  leadSeconds: number;
+  /** The longest resume delay, ms. */
+  maxDelay: number;
+}
+
+/**
+ * Phase 4: BENCH_SLEEP_RUNS runs that sleep, enqueued on an APP_ROLE=api process with one
+ * APP_ROLE=worker process running; counted once mid-sleep, then timed from their step rows.
+ */
+async function sleepPhase(): Promise<Outcome> {
+  const databaseUrl = await databases.create('sleep');
+  log('sleep: starting one APP_ROLE=api process');
+  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
+  const client = await loginAndInstallTransform(api, credentials);
+  const { id: workflowId } = await createWorkflow(client, SLEEP_WORKFLOW);
+  log('sleep: starting one APP_ROLE=worker process');
+  await services.start('worker', serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs);
+
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    log(`sleep: enqueueing ${settings.sleepRuns} runs sleeping ${settings.sleepSeconds} s, ${settings.enqueueClients} clients`);
+    const begin = performance.now();
+    const body = { input: {} };
+    const queued = await runLoad(settings.enqueueClients, settings.sleepRuns, () => enqueue(client, workflowId, body), interrupted.signal);
+    const enqueueRow = loadRow(`sleeping runs: enqueue ?wait=0, ${settings.enqueueClients} clients`, queued);
+    const midSleep = await sampleMidSleep(db, workflowId);
+    log(
+      `sleep: mid-sleep ${midSleep.activeJobs} active job(s), ${midSleep.waiting} of ${midSleep.runs} runs waiting; waiting for all to finish`,
+    );
+    const timeoutMs = settings.asyncTimeoutMs + settings.sleepSeconds * 1000;
+    await waitForDrain(db, { table: 'workflow_runs', column: 'workflow_id', id: workflowId }, timeoutMs, assertGoingOn);
+    const wallSeconds = (performance.now() - begin) / 1000;
+    const delays = await resumeDelays(db, workflowId);
+    services.assertAlive();
+    if (delays.succeeded !== delays.total) await logFailures(db, workflowId);
+    const row: Row = {
+      scenario: RESUME_SCENARIO,
+      count: delays.total,
+      errors: delays.total - delays.succeeded,
+      p50: delays.p50,
+      p99: delays.p99,
+      mean: delays.mean,
+      throughput: NaN,
+      wallSeconds,
+    };
+    return { rows: [enqueueRow, row], sleep: { ...midSleep, maxDelay: delays.max } };
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/**
+ * Once every run has begun its sleep, waits half the time left to the first run's due time (none
+ * if it has come), then counts the workflow-run jobs active in the queue and the runs waiting.
+ */
+async function sampleMidSleep(db: Client, workflowId: string): Promise<Omit<SleepCheck, 'maxDelay'>> {
+  const deadline = Date.now() + settings.asyncTimeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ pending: number; firstDue: Date | null }>(
+      `SELECT count(*) FILTER (WHERE n.status = 'pending')::int AS pending, min(${NAP_DUE}) AS "firstDue"
+         FROM workflow_runs r JOIN workflow_run_steps n ON n.run_id = r.id AND n.step_id = 'nap'
+        WHERE r.workflow_id = $1`,
+      [workflowId],
+    );
+    const { pending, firstDue } = rows[0];
+    if (!pending) {
+      const firstDueAt = firstDue?.getTime() ?? Date.now();
+      if (firstDueAt > Date.now()) await delay((firstDueAt - Date.now()) / 2);
+      const { rows: counts } = await db.query<{ activeJobs: number; waiting: number; runs: number }>(
+        `SELECT (SELECT count(*) FROM pgboss.job WHERE name = 'workflow-run' AND state = 'active')::int AS "activeJobs",
+                count(*) FILTER (WHERE status = 'waiting')::int AS waiting,
+                count(*)::int AS runs
+           FROM workflow_runs WHERE workflow_id = $1`,
+        [workflowId],
+      );
+      return { ...counts[0], leadSeconds: (firstDueAt - Date.now()) / 1000 };
+    }
+    assertGoingOn();
+    if (Date.now() > deadline) throw new Error(`after ${settings.asyncTimeoutMs / 1000} s ${pending} run(s) had not begun their sleep`);
+    await delay(200);
+  }
+}
+
+interface ResumeDelays {
+  total: number;
+  succeeded: number;
+  /** The after step's start − the sleep's due time, ms, over the succeeded runs. */
+  p50: number;
+  p99: number;
+  mean: number;
+  max: number;
+}
+
+/** The resume delay of each succeeded run, from its step rows. */
+async function resumeDelays(db: Client, workflowId: string): Promise<ResumeDelays> {
+  const { rows } = await db.query<ResumeDelays>(
+    `WITH runs AS (
+       SELECT r.status, extract(epoch FROM a.started_at - ${NAP_DUE}) * 1000 AS ms
+         FROM workflow_runs r
+         JOIN workflow_run_steps n ON n.run_id = r.id AND n.step_id = 'nap'
+         JOIN workflow_run_steps a ON a.run_id = r.id AND a.step_id = 'after'
+        WHERE r.workflow_id = $1)
+     SELECT (SELECT count(*) FROM runs)::int AS total,
+            count(*)::int AS succeeded,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
+            avg(ms)::float8 AS mean,
+            max(ms)::float8 AS max
+       FROM runs WHERE status = 'succeeded'`,
+    [workflowId],
+  );
+  return rows[0];
+}
+
+/** Logs the runs by status and the step rows of one run that did not succeed. */
+async function logFailures(db: Client, workflowId: string): Promise<void> {
+  const byStatus = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM workflow_runs WHERE workflow_id = $1 GROUP BY status',
+    [workflowId],
+  );
+  log(`sleep: runs by status: ${JSON.stringify(Object.fromEntries(byStatus.rows.map((r) => [r.status, r.n])))}`);
+  const { rows } = await db.query(
+    `SELECT r.id AS run_id, r.status AS run_status, r.error AS run_error, s.step_id, s.status, s.attempts, s.error,
+            s.resume_at, s.reason, s.started_at, s.finished_at
+       FROM workflow_run_steps s JOIN workflow_runs r ON r.id = s.run_id
+      WHERE s.run_id = (SELECT id FROM workflow_runs WHERE workflow_id = $1 AND status <> 'succeeded' LIMIT 1)
+      ORDER BY s.position`,
+    [workflowId],
+  );
+  if (rows.length) log(`sleep: steps of a run that did not succeed:\n    ${rows.map((r) => JSON.stringify(r)).join('\n    ')}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases 5 and 6: map and child runs
+
+/** A scratch database for `phase` and one APP_ROLE=all process on it, logged in with the transform plugin. */
+async function startWorking(phase: string): Promise<{ client: JsonClient; databaseUrl: string }> {
+  const databaseUrl = await databases.create(phase);
+  log(`${phase}: starting one APP_ROLE=all process`);
+  const service = await services.start(phase, serviceEnv(credentials, databaseUrl, 'all'), settings.readyTimeoutMs);
+  return { client: await loginAndInstallTransform(service, credentials), databaseUrl };
+}
+
+/** One step mapping transform.jsonata ($ * 2) over input.items, BENCH_MAP_CONCURRENCY at a time. */
+const MAP_WORKFLOW = {
+  name: 'bench-map',
+  steps: [
+    {
+      id: 'each',
+      map: {
+        over: 'input.items',
+        step: { action: 'transform.jsonata', with: { expression: '$ * 2' } },
+        concurrency: settings.mapConcurrency,
+      },
+    },
+  ],
+  output: 'steps.each.output',
+};
+
+const MAP_SCENARIO = `map of ${settings.mapItems} transform items, concurrency ${settings.mapConcurrency}`;
+
+/** One map run, from its rows. */
+interface MapRun {
+  status: string;
+  /** Succeeded with the output [2, 4, …]. */
+  correct: boolean;
+  error: unknown;
+  /** The run's started_at → finished_at, ms. */
+  wallMs: number;
+  /** Items / (the last item's finished_at − the first item's started_at). */
+  itemsPerSecond: number;
+}
+
+/**
+ * Phase 5: BENCH_MAP_RUNS runs of the map workflow on one APP_ROLE=all process, each enqueued
+ * (?wait=0) once the one before has ended, then timed from their rows.
+ */
+async function mapPhase(): Promise<Outcome> {
+  const { client, databaseUrl } = await startWorking('map');
+  const { id: workflowId } = await createWorkflow(client, MAP_WORKFLOW);
+  const items = Array.from({ length: settings.mapItems }, (_, i) => i + 1);
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const begin = performance.now();
+    for (let run = 1; run <= settings.mapRuns; run++) {
+      assertGoingOn();
+      log(`map: run ${run} of ${settings.mapRuns} (${settings.mapItems} items, concurrency ${settings.mapConcurrency})`);
+      const problem = await enqueue(client, workflowId, { input: { items } });
+      if (problem) log(`map: run ${run} was not queued: ${problem}`);
+      await waitForDrain(db, { table: 'workflow_runs', column: 'workflow_id', id: workflowId }, settings.asyncTimeoutMs, assertGoingOn);
+    }
+    const wallSeconds = (performance.now() - begin) / 1000;
+    const runs = await mapRuns(
+      db,
+      workflowId,
+      items.map((n) => n * 2),
+    );
+    services.assertAlive();
+    runs.forEach((r, i) =>
+      log(
+        `map: run ${i + 1} ${r.status}${r.correct ? '' : ` (wrong: ${brief(r.error)})`}, ${fixed(r.wallMs, 0)} ms, ${fixed(r.itemsPerSecond, 1)} items/s`,
+      ),
+    );
+    const correct = runs.filter((r) => r.correct);
+    const row: Row = {
+      scenario: MAP_SCENARIO,
+      count: settings.mapRuns,
+      errors: settings.mapRuns - correct.length,
+      ...summarize(correct.map((r) => r.wallMs)),
+      throughput: summarize(correct.map((r) => r.itemsPerSecond)).p50,
+      wallSeconds,
+    };
+    return { rows: [row] };
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/** Each run of the map workflow, oldest first, from its row and its item rows. */
+async function mapRuns(db: Client, workflowId: string, expected: number[]): Promise<MapRun[]> {
+  const { rows } = await db.query<MapRun>(
+    `SELECT r.status, COALESCE(r.status = 'succeeded' AND r.output = $2::jsonb, false) AS correct, r.error,
+            (extract(epoch FROM r.finished_at - r.started_at) * 1000)::float8 AS "wallMs",
+            ($3::int / nullif(extract(epoch FROM max(i.finished_at) - min(i.started_at)), 0))::float8 AS "itemsPerSecond"
+       FROM workflow_runs r LEFT JOIN workflow_run_items i ON i.run_id = r.id
+      WHERE r.workflow_id = $1
+      GROUP BY r.id ORDER BY r.created_at`,
+    [workflowId, JSON.stringify(expected), expected.length],
+  );
+  return rows;
+}
+
+/** One transform.jsonata step ($): {n: 5} → {n: 5}. */
+const PLAIN_WORKFLOW = {
+  name: 'bench-plain',
+  steps: [{ id: 'a', action: 'transform.jsonata', with: { expression: '$' } }],
+  output: 'steps.a.output',
+};
+
+/** One step running a run of `childId` on the run's input and taking its output. */
+function parentWorkflow(childId: string): object {
+  return { name: 'bench-parent', steps: [{ id: 'child', workflow: childId }], output: 'steps.child.output' };
+}
+
+const PLAIN_SCENARIO = 'plain 1-step run ?wait=30';
+const PARENT_SCENARIO = 'parent with a 1-step child ?wait=30';
+
+/**
+ * Phase 6: synchronous latency at 1 client on one APP_ROLE=all process of the plain workflow
+ * and of the parent of a child that is the plain workflow's twin, runs alternating between them.
+ */
+async function childPhase(): Promise<Outcome> {
+  const { client } = await startWorking('child');
+  const plain = await createWorkflow(client, PLAIN_WORKFLOW);
+  const child = await createWorkflow(client, { ...PLAIN_WORKFLOW, name: 'bench-child' });
+  const parent = await createWorkflow(client, parentWorkflow(child.id));
+  const calls = {
+    plain: () => runAndWait(client, plain.id, BENCH_WORKFLOW_INPUT),
+    parent: () => runAndWait(client, parent.id, BENCH_WORKFLOW_INPUT),
+  };
+  try {
+    log(`child: warming up with ${settings.childWarmupRuns} runs of each workflow`);
+    const warmup = await runInterleaved(calls, 1, settings.childWarmupRuns, 1, interrupted.signal);
+    for (const [name, result] of Object.entries(warmup)) reportErrors(`child: ${name} warm-up`, result);
+    log(`child: ${settings.childRuns} runs of each workflow, 1 client, alternating`);
+    const measured = await runInterleaved(calls, 1, settings.childRuns, 1, interrupted.signal);
+    services.assertAlive();
+    return { rows: [loadRow(PLAIN_SCENARIO, measured.plain), loadRow(PARENT_SCENARIO, measured.parent)] };
+  } finally {
+    await services.stopAll();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
-function printReport(rows: Row[], plans: Plan[]): void {
+function printReport(outcomes: Outcome[]): void {
+  const rows = outcomes.flatMap((o) => o.rows);
+  const plans = outcomes.flatMap((o) => o.plans ?? []);
+  const sleep = outcomes.find((o) => o.sleep)?.sleep;
   const out: string[] = ['', machineLine('Workflow benchmark'), ''];
   out.push(...formatRows(rows, 'requests/runs'));
   out.push(
@@ -501,12 +861,15 @@ function printReport(rows: Row[], plans: Plan[]): void {
     'enqueue rows: request latency, throughput = enqueue rate, wall = enqueue time;',
     'drain rows: count = runs, p50/p99/mean = per-run time (started_at → finished_at),',
     '            throughput = succeeded / (max(finished_at) − min(started_at)), wall = worker spawn → all final (incl. boot);',
-    'history rows: latency per page request (GET /runs?limit=20[&cursor]), sequential, each page checked against the table.',
+    'history rows: latency per page request (GET /runs?limit=20[&cursor]), sequential, each page checked against the table;',
+    'sleeping row: count = runs, errors = those not succeeded, p50/p99/mean = resume delay per run',
+    "              (the after step's started_at − the sleep's due time), wall = first enqueue → all final;",
+    'map row: count = runs, errors = those not succeeded with [2, 4, …], p50/p99/mean = run time (started_at → finished_at),',
+    "         throughput = median items/s (items / (last item's finished_at − first item's started_at)), wall = first enqueue → last final;",
+    'child rows: request latency (POST run ?wait=30 until succeeded with output {"n":5}), 1 client, the two alternating.',
     '',
-    'History data (bulk-inserted, created 1 s apart, newest first):',
-    ...notes,
-    '',
-    ...targetLines(rows, plans),
+    ...(notes.length ? ['History data (bulk-inserted, created 1 s apart, newest first):', ...notes, ''] : []),
+    ...targetLines(rows, plans, sleep),
     '',
   );
   for (const plan of plans) {
@@ -515,14 +878,21 @@ function printReport(rows: Row[], plans: Plan[]): void {
   process.stdout.write(out.join('\n'));
 }
 
-function targetLines(rows: Row[], plans: Plan[]): string[] {
+function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined): string[] {
   const serial = rows.find((r) => r.scenario === 'sync run ?wait=30, 1 client, threads');
   const inline = rows.find((r) => r.scenario === 'sync run ?wait=30, 1 client, inline');
   const drains = rows.filter((r) => r.scenario.startsWith('async drain'));
+  const sleeping = rows.find((r) => r.scenario === RESUME_SCENARIO);
+  const map = rows.find((r) => r.scenario === MAP_SCENARIO);
+  const plain = rows.find((r) => r.scenario === PLAIN_SCENARIO);
+  const parent = rows.find((r) => r.scenario === PARENT_SCENARIO);
+  const childRatio = parent && plain ? parent.p50 / plain.p50 : NaN;
   return [
     ...(serial && inline
       ? [`Sandbox cost per 3-step run (about 3 evaluations), 1 client: p50 ${fixed(serial.p50 - inline.p50, 2)} ms (threads − inline)`]
       : []),
+    ...(sleep ? [sleepLine(sleep)] : []),
+    ...(parent && plain ? [`Child run overhead, 1 client: p50 ${fixed(parent.p50 - plain.p50, 2)} ms (parent − plain)`] : []),
     'Targets (sandboxed):',
     ...(serial
       ? [`  sync, 1 client: p50 ≤ ${TARGETS.syncP50Ms} ms → ${fixed(serial.p50, 2)} ms ${verdict(serial.p50 <= TARGETS.syncP50Ms)}`]
@@ -532,7 +902,37 @@ function targetLines(rows: Row[], plans: Plan[]): string[] {
         `  ${r.scenario}: ≥ ${TARGETS.asyncPerSecond} runs/s → ${fixed(r.throughput, 1)} ${verdict(r.throughput >= TARGETS.asyncPerSecond)}`,
     ),
     ...plans.map((p) => `  history plan (${p.scale}): Index Scan on ${HISTORY_INDEX}, no Sort/Seq Scan → ${verdict(p.usesIndex)}`),
+    ...(sleeping
+      ? [
+          `  resume after sleep: p99 ≤ ${TARGETS.resumeP99Ms} ms → ${fixed(sleeping.p99, 2)} ms ` +
+            verdict(sleeping.p99 <= TARGETS.resumeP99Ms),
+        ]
+      : []),
+    ...(map
+      ? [
+          `  map: ≥ ${TARGETS.mapItemsPerSecond} items/s → ${fixed(map.throughput, 1)} ` +
+            verdict(map.throughput >= TARGETS.mapItemsPerSecond),
+        ]
+      : []),
+    ...(parent && plain
+      ? [
+          `  child run overhead: ≤ ${TARGETS.childToPlainRatio}x a plain step → ${fixed(childRatio, 2)}x ` +
+            verdict(childRatio <= TARGETS.childToPlainRatio),
+        ]
+      : []),
   ];
+}
+
+/** The mid-sleep counts and the longest resume delay. */
+function sleepLine(sleep: SleepCheck): string {
+  const when =
+    sleep.leadSeconds >= 0
+      ? `mid-sleep, ${fixed(sleep.leadSeconds, 1)} s before the first run was due`
+      : `once all had begun their sleep, ${fixed(-sleep.leadSeconds, 1)} s after the first run was due`;
+  return (
+    `Sleeping runs (${when}): ${sleep.activeJobs} workflow-run job(s) active (expected 0), ` +
+    `${sleep.waiting} of ${sleep.runs} runs waiting; resume delay max ${fixed(sleep.maxDelay, 2)} ms`
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -540,16 +940,26 @@ function targetLines(rows: Row[], plans: Plan[]): string[] {
 
 const cleanup = cleanupOnce(services, databases);
 
-runBenchmark(ENTRY, interrupted, cleanup, async () => {
-  const rows: Row[] = [];
-  for (const phase of [syncPhase, () => asyncPhase(1), () => asyncPhase(2)]) {
+const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
+  sync: async () => ({ rows: await syncPhase() }),
+  async: async () => {
+    const rows = await asyncPhase(1);
     if (interrupted.signal.aborted) throw new Error('interrupted');
-    rows.push(...(await phase()));
+    return { rows: [...rows, ...(await asyncPhase(2))] };
+  },
+  history: historyPhase,
+  sleep: sleepPhase,
+  map: mapPhase,
+  child: childPhase,
+};
+
+runBenchmark(ENTRY, interrupted, cleanup, async () => {
+  const outcomes: Outcome[] = [];
+  for (const phase of settings.phases) {
+    if (interrupted.signal.aborted) throw new Error('interrupted');
+    outcomes.push(await PHASE_RUNS[phase]());
   }
-  if (interrupted.signal.aborted) throw new Error('interrupted');
-  const history = await historyPhase();
-  rows.push(...history.rows);
-  printReport(rows, history.plans);
-  const errors = rows.reduce((sum, r) => sum + r.errors, 0);
+  printReport(outcomes);
+  const errors = outcomes.flatMap((o) => o.rows).reduce((sum, r) => sum + r.errors, 0);
   if (errors) throw new Error(`${errors} request(s)/run(s) failed; see above`);
 });

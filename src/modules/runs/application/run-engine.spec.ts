@@ -9,8 +9,8 @@ import { CapabilityRunner } from '../../plugins/application/capability-runner';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { pluginNotFound, PluginsService } from '../../plugins/application/plugins.service';
 import { Capability, ExecuteRequest, ExecutionError, ExecutionErrorCode } from '../../plugins/domain/plugin';
-import { WorkflowDefinition } from '../../workflows/domain/definition';
-import { Run, StepRun } from '../domain/run';
+import { recordedSteps, WorkflowDefinition } from '../../workflows/domain/definition';
+import { pendingStep, Run, StepRun } from '../domain/run';
 import { Workflow } from '../../workflows/domain/workflow';
 import { InMemoryRunRepository } from '../domain/run.repository.fake';
 import { InMemoryWorkflowRepository } from '../../workflows/domain/workflow.repository.fake';
@@ -157,21 +157,7 @@ describe('RunEngine', () => {
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,
-      steps: [...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => ({
-        id: s.id,
-        status: 'pending',
-        attempts: 0,
-        input: null,
-        output: null,
-        error: null,
-        executionId: null,
-        resumeAt: null,
-        reason: null,
-        childRunId: null,
-        startedAt: null,
-        finishedAt: null,
-        ...changes.steps?.find((c) => c.id === s.id),
-      })),
+      steps: recordedSteps(definition).map((s) => ({ ...pendingStep(s.id), ...changes.steps?.find((c) => c.id === s.id) })),
     };
   }
 

@@ -6,7 +6,7 @@ import { Coalescer } from '../../../shared/batching/coalescer';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { CANCELED, Failure, failed, Outcome } from '../../../shared/jobs/outcome';
 import { CapabilityRunner, PluginConfigs } from '../../plugins/application/capability-runner';
-import { effectiveNeeds, StepDefinition, WorkflowDefinition } from '../../workflows/domain/definition';
+import { effectiveNeeds, recordedSteps, StepDefinition, WorkflowDefinition } from '../../workflows/domain/definition';
 import { isNotTaken, nextSteps, Run, StepGraph, StepRun, StepStatus } from '../domain/run';
 import { RunRepository, StepWrite } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
@@ -430,7 +430,7 @@ export class RunEngine implements OnModuleInit {
         needs: effectiveNeeds(definition.steps, this.kinds.all),
         continues: new Set(definition.steps.filter((s) => s.onError === 'continue').map((s) => s.id)),
       },
-      byId: new Map([...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => [s.id, s])),
+      byId: new Map(recordedSteps(definition).map((s) => [s.id, s])),
     };
   }
 }

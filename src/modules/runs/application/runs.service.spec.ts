@@ -5,7 +5,7 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
 import { WorkflowDefinition } from '../../workflows/domain/definition';
-import { isRunFinished, Run, RunStatus } from '../domain/run';
+import { isRunFinished, pendingStep, Run, RunStatus } from '../domain/run';
 import { Workflow } from '../../workflows/domain/workflow';
 import { InMemoryRunRepository } from '../domain/run.repository.fake';
 import { InMemoryWorkflowRepository } from '../../workflows/domain/workflow.repository.fake';
@@ -119,34 +119,8 @@ describe('RunsService', () => {
       startedAt: status === 'queued' ? null : createdAt,
       finishedAt: isRunFinished({ status }) ? new Date() : null,
       steps: [
-        {
-          id: 'fetch',
-          status: status === 'running' ? 'succeeded' : 'pending',
-          attempts: 0,
-          input: null,
-          output: null,
-          error: null,
-          executionId: null,
-          resumeAt: null,
-          reason: null,
-          childRunId: null,
-          startedAt: null,
-          finishedAt: null,
-        },
-        {
-          id: 'summarize',
-          status: status === 'running' ? 'running' : 'pending',
-          attempts: 0,
-          input: null,
-          output: null,
-          error: null,
-          executionId: null,
-          resumeAt: null,
-          reason: null,
-          childRunId: null,
-          startedAt: null,
-          finishedAt: null,
-        },
+        { ...pendingStep('fetch'), status: status === 'running' ? 'succeeded' : 'pending' },
+        { ...pendingStep('summarize'), status: status === 'running' ? 'running' : 'pending' },
       ],
     };
     runs.runs.push(run);
@@ -185,20 +159,7 @@ describe('RunsService', () => {
         createdAt: expect.any(Date),
         startedAt: null,
         finishedAt: null,
-        steps: ['fetch', 'summarize'].map((id) => ({
-          id,
-          status: 'pending',
-          attempts: 0,
-          input: null,
-          output: null,
-          error: null,
-          executionId: null,
-          resumeAt: null,
-          reason: null,
-          childRunId: null,
-          startedAt: null,
-          finishedAt: null,
-        })),
+        steps: ['fetch', 'summarize'].map(pendingStep),
       });
       // The job's lease covers the run's timeout.
       expect(submission.sendOptions).toEqual({ leaseSeconds: 65, retryLimit: 5, heartbeatSeconds: 10 });

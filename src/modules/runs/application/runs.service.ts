@@ -7,8 +7,8 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED, Failure } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
-import { WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
-import { Run, RunItem } from '../domain/run';
+import { recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
+import { pendingStep, Run, RunItem } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
@@ -153,20 +153,7 @@ export class RunsService implements ChildRuns {
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
-        steps: [...definition.steps, ...(definition.onFailure ? [definition.onFailure] : [])].map((s) => ({
-          id: s.id,
-          status: 'pending',
-          attempts: 0,
-          input: null,
-          output: null,
-          error: null,
-          executionId: null,
-          resumeAt: null,
-          reason: null,
-          childRunId: null,
-          startedAt: null,
-          finishedAt: null,
-        })),
+        steps: recordedSteps(definition).map((s) => pendingStep(s.id)),
       },
       sendOptions: runJobOptions({ timeoutMs }),
       idempotency: request.idempotencyKey

@@ -69,6 +69,24 @@ export interface Run {
   steps: StepRun[];
 }
 
+/** A step of a new run: pending, nothing recorded yet. */
+export function pendingStep(id: string): StepRun {
+  return {
+    id,
+    status: 'pending',
+    attempts: 0,
+    input: null,
+    output: null,
+    error: null,
+    executionId: null,
+    resumeAt: null,
+    reason: null,
+    childRunId: null,
+    startedAt: null,
+    finishedAt: null,
+  };
+}
+
 export function isRunFinished(run: Pick<Run, 'status'>): boolean {
   return run.status !== 'queued' && run.status !== 'running' && run.status !== 'waiting';
 }

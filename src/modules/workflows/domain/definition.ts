@@ -159,6 +159,11 @@ export interface DefinitionContext {
   schemaProblems(schema: JsonObject, root: string): Array<{ path: string; message: string }>;
 }
 
+/** The steps a run of the definition records: its steps, then its `onFailure` when it has one. */
+export function recordedSteps(definition: WorkflowDefinition): StepDefinition[] {
+  return definition.onFailure ? [...definition.steps, definition.onFailure] : definition.steps;
+}
+
 /** The kind of a step (the one kind field it has), or null when it has none or several. */
 export function kindOf(step: StepDefinition, kinds: readonly StepKindRules[]): StepKindRules | null {
   const found = kinds.filter((k) => (step as unknown as JsonObject)[k.key] !== undefined);

@@ -38,7 +38,7 @@ const CLEAN: Tree = {
     `  create(name: string) { return this.store.save(name); }`,
     `}`,
   ].join('\n'),
-  'src/modules/a/application/things.service.spec.ts': `import { seed } from '../../../test/support/seed';\nexport const spec = seed;\n`,
+  'src/modules/a/application/things.service.spec.ts': `import { seed } from '../../../../test/support/seed';\nexport const spec = seed;\n`,
   'src/modules/a/infrastructure/sql-thing.store.ts': [
     `import { table } from '../../../database/y';`,
     `import { ThingStore } from '../domain/thing';`,
@@ -172,7 +172,7 @@ describe('the dependency rules (.dependency-cruiser.cjs)', () => {
     [
       'no-test-support-in-src',
       'a shipped file importing test/support',
-      { 'src/modules/a/infrastructure/seeded.ts': `import { seed } from '../../../test/support/seed';\nexport const seeded = seed;\n` },
+      { 'src/modules/a/infrastructure/seeded.ts': `import { seed } from '../../../../test/support/seed';\nexport const seeded = seed;\n` },
     ],
   ])('%s fails %s', (rule, _what, planted) => {
     const result = depcruise(fixture(planted));

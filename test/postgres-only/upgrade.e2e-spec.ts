@@ -54,6 +54,7 @@ const WRITTEN_FOR = [
   '1795708178671-WorkflowTriggers',
   '1795753813667-Trial',
   '1795760000000-CrossListIndexes',
+  '1795770000000-WorkflowWaits',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];
@@ -361,7 +362,10 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       expect(versions.body.data.map((v: { version: number }) => v.version)).toEqual([2, 1]);
       const run = await get(`/api/workflows/${fixture.ids.workflow}/runs/${fixture.ids.run}`);
       expect(run.body).toMatchObject({ id: fixture.ids.run, status: 'succeeded', workflowVersion: 1, output: { upper: 'YO' } });
-      expect(run.body.steps).toEqual([expect.objectContaining({ id: 'upper', status: 'succeeded', output: 'YO' })]);
+      expect(run.body.parentRunId).toBeNull();
+      expect(run.body.steps).toEqual([
+        expect.objectContaining({ id: 'upper', status: 'succeeded', output: 'YO', resumeAt: null, reason: null, childRunId: null }),
+      ]);
     });
 
     it('keeps the license and the SAML settings', async () => {

@@ -292,6 +292,9 @@ export async function upgradeFixture(input: FixtureInput) {
           job_id: id(),
           timeout_ms: 3600000,
           triggered_by: user,
+          // Runs from before child runs: started by no parent, at the top.
+          parent_run_id: null,
+          depth: 0,
           created_at: at(281),
           started_at: at(280),
           finished_at: at(277),
@@ -311,7 +314,30 @@ export async function upgradeFixture(input: FixtureInput) {
           output: 'YO',
           error: null,
           execution_id: stepExecution,
+          // Steps from before waits, skip reasons and child runs have none of them.
+          resume_at: null,
+          reason: null,
+          child_run_id: null,
           started_at: at(280),
+          finished_at: at(278),
+        },
+      ],
+    ],
+    // A map step's item (a table the upgrade creates: written only where the schema has it).
+    [
+      'workflow_run_items',
+      [
+        {
+          run_id: run,
+          step_id: 'upper',
+          index: 0,
+          status: 'succeeded',
+          attempts: 1,
+          output: 'YO',
+          error: null,
+          execution_id: null,
+          resume_at: null,
+          started_at: at(279),
           finished_at: at(278),
         },
       ],

@@ -40,10 +40,13 @@ describe('fair shares: one organization cannot hold the work of another', () => 
     db = t.app.get(DataSource);
   });
   afterAll(async () => {
-    // A's floods (every-minute schedules, queued executions, slow endpoints) end with this file.
-    await quiesce(db, [a.id, b.id]);
-    await t.close();
-    await remote.close();
+    try {
+      // A's floods (every-minute schedules, queued executions, slow endpoints) end with this file.
+      await quiesce(db, [a.id, b.id]);
+    } finally {
+      await t.close();
+      await remote.close();
+    }
   });
 
   const define = async (org: TestOrg, definition: Record<string, unknown>): Promise<string> => {

@@ -129,7 +129,7 @@ describe('workflow steps (child runs)', () => {
   it("fails the step with CHILD_RUN_FAILED when the child fails, and answers the child's run at once without wait", async () => {
     const failing = await defined({ name: 'failing', steps: [{ id: 'boom', ...jsonata('$error("boom")') }] });
     const parent = await defined({ name: 'waits', steps: [{ id: 'call', workflow: failing }] });
-    const fireAndForget = await defined({ name: 'no wait', steps: [{ id: 'call', workflow: failing, wait: false }] });
+    const fireAndForget = await defined({ name: 'no wait', steps: [{ id: 'call', workflow: failing, detach: true }] });
     const [waited, notWaited] = await Promise.all([started(parent, {}), started(fireAndForget, {})]);
 
     const failed = await settled(parent, waited);

@@ -127,7 +127,7 @@ describe('workflow steps', () => {
         "a sleep past the workflow's timeoutMs",
         { timeoutMs: 5000, steps: [a, { id: 'nap', sleep: { seconds: 5 } }] },
         'steps[1].sleep.seconds',
-        "step 'nap' sleeps 5 s, past the run's timeoutMs (5000)",
+        "step 'nap' waits 5 s, past the run's timeoutMs (5000)",
       ],
       [
         'a sleep past the default timeoutMs (an hour)',

@@ -43,6 +43,8 @@ export class AppConfig {
   readonly webhooks: { logRetentionDays: number; disableAfterDays: number };
   /** HOOK_RATE_LIMIT_PER_SOURCE and _PER_TRIGGER (per minute), TRIGGER_EVENT_RETENTION_DAYS. */
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
+  /** WORKFLOW_EVENT_KEEP_SECONDS: how long an event no wait took is kept for one. */
+  readonly workflowEvents: { keepSeconds: number };
   /** ORG_MAX_*: the operator's overrides of every tier's fair share (unset: the tier's). */
   readonly shareOverrides: Partial<Record<'expressions' | 'executions' | 'runs' | 'deliveries' | 'schedules', number>>;
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
@@ -109,6 +111,7 @@ export class AppConfig {
       perTriggerPerMinute: env.HOOK_RATE_LIMIT_PER_TRIGGER,
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
+    this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
     this.shareOverrides = Object.fromEntries(
       Object.entries({
         expressions: env.ORG_MAX_EXPRESSIONS,

@@ -119,6 +119,12 @@ export class Environment {
   @Max(365)
   TRIGGER_EVENT_RETENTION_DAYS = 30;
 
+  /** Seconds an event no wait step was waiting for is kept, for a wait that begins just after it. */
+  @IsInt()
+  @Min(0)
+  @Max(86_400)
+  WORKFLOW_EVENT_KEEP_SECONDS = 300;
+
   /** Days of nothing but failed deliveries after which an endpoint is disabled. */
   @IsInt()
   @Min(1)
@@ -291,6 +297,7 @@ const NUMERIC = new Set([
   'HOOK_RATE_LIMIT_PER_SOURCE',
   'HOOK_RATE_LIMIT_PER_TRIGGER',
   'TRIGGER_EVENT_RETENTION_DAYS',
+  'WORKFLOW_EVENT_KEEP_SECONDS',
   'ORG_MAX_EXPRESSIONS',
   'ORG_MAX_EXECUTIONS',
   'ORG_MAX_RUNS',

@@ -47,6 +47,28 @@ export class RunItemPageResponse {
   @ApiProperty({ type: String, nullable: true }) nextCursor!: string | null;
 }
 
+/** What a waiting wait step waits for. */
+export class WaitingForResponse {
+  @ApiProperty({ enum: ['approval', 'event'] }) for!: string;
+  @ApiProperty({ type: String, nullable: true, description: 'The event, for an event wait' }) event!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: "The correlation key its `key` gave, for an event wait" }) key!: string | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    properties: { roles: { type: 'array', items: { type: 'string' } }, users: { type: 'array', items: { type: 'string' } } },
+    description: 'Who may answer, for an approval',
+  })
+  approvers!: { roles?: string[]; users?: string[] } | null;
+  @ApiProperty({ type: String, nullable: true, description: 'When it times out' }) timeoutAt!: string | null;
+}
+
+/** A step of a waiting run that waits, as a `workflow.run.waiting` event names it. */
+export class WaitingStepResponse {
+  @ApiProperty() id!: string;
+  @ApiProperty({ type: String, nullable: true, description: 'When it goes on by itself (a sleep, a timeout)' }) resumeAt!: string | null;
+  @ApiProperty({ type: WaitingForResponse, nullable: true, description: 'What a wait step waits for' }) waitingFor!: WaitingForResponse | null;
+}
+
 export class StepRunResponse {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: STEP_STATUSES }) status!: string;
@@ -65,6 +87,8 @@ export class StepRunResponse {
   })
   reason!: string | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: "A workflow step's child run" }) childRunId!: string | null;
+  @ApiProperty({ type: WaitingForResponse, nullable: true, description: 'What a wait step waits (or, canceled, waited) for' })
+  waitingFor!: WaitingForResponse | null;
   @ApiPropertyOptional({
     type: ItemCountsResponse,
     description: "A map step's items by status (one run's read); page them at .../steps/:stepId/items",
@@ -85,6 +109,7 @@ export class StepRunResponse {
       resumeAt: s.resumeAt?.toISOString() ?? null,
       reason: s.reason,
       childRunId: s.childRunId,
+      waitingFor: s.waitingFor,
       ...(s.items ? { items: s.items } : {}),
       startedAt: s.startedAt?.toISOString() ?? null,
       finishedAt: s.finishedAt?.toISOString() ?? null,
@@ -109,8 +134,14 @@ export class RunResponse {
   @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run whose workflow step started this one' })
   parentRunId!: string | null;
+  @ApiPropertyOptional({
+    type: [WaitingStepResponse],
+    description: 'A waiting run read with its steps (one run, a workflow.run.waiting event): the steps that wait and for what',
+  })
+  waitingSteps?: WaitingStepResponse[];
 
   static of(run: Run, withSteps = true): RunResponse {
+    const waiting = run.status === 'waiting' ? run.steps.filter((s) => s.status === 'waiting') : [];
     return {
       id: run.id,
       workflowId: run.workflowId,
@@ -126,6 +157,9 @@ export class RunResponse {
       durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
       triggeredBy: run.triggeredBy,
       parentRunId: run.parentRunId,
+      ...(waiting.length
+        ? { waitingSteps: waiting.map((s) => ({ id: s.id, resumeAt: s.resumeAt?.toISOString() ?? null, waitingFor: s.waitingFor })) }
+        : {}),
     };
   }
 }

@@ -11,18 +11,24 @@ import { STEP_KIND_PROVIDERS } from './application/steps/step-kinds';
 import { ChildRuns } from './application/steps/workflow.step';
 import { RunRepository } from './domain/run.repository';
 import { TypeOrmRunRepository } from './infrastructure/typeorm-run.repository';
+import { TypeOrmWaitRepository } from './infrastructure/typeorm-wait.repository';
+import { WaitRepository } from './domain/wait.repository';
+import { WaitsService } from './application/waits.service';
+import { WaitsController } from './api/waits.controller';
 
 /** Workflow runs: the engine, its step kinds, the run records and their routes. */
 @Module({
   imports: [AgentsModule, PluginsModule, WorkflowsModule],
-  controllers: [WorkflowRunsController, RunsController],
+  controllers: [WorkflowRunsController, RunsController, WaitsController],
   providers: [
     RunsService,
     RunEngine,
     RunJobs,
+    WaitsService,
     ...STEP_KIND_PROVIDERS,
     { provide: ChildRuns, useExisting: RunsService },
     { provide: RunRepository, useClass: TypeOrmRunRepository },
+    { provide: WaitRepository, useClass: TypeOrmWaitRepository },
   ],
   exports: [RunsService, RunRepository],
 })

@@ -9,16 +9,21 @@ import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-key
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
 import { RunsService } from '../application/runs.service';
+import { WaitsService } from '../application/waits.service';
+import { CompletedStepResponse, CompleteStepBody } from './wait.dto';
 import { isRunFinished } from '../domain/run';
 import { RunHistoryQuery, RunPageResponse } from './run.dto';
 import { RunItemPageResponse, RunItemResponse, RunResponse, RunWithStepsResponse } from '../run.response';
 
-/** A workflow's runs: start one, its history, one run with its steps (and a map's items), cancel. */
+/** A workflow's runs: start one, its history, one run with its steps (and a map's items), answer a waiting step, cancel. */
 @ApiTags('workflows')
 @ApiBearerAuth()
 @Controller('api/workflows')
 export class WorkflowRunsController {
-  constructor(private readonly runs: RunsService) {}
+  constructor(
+    private readonly runs: RunsService,
+    private readonly waits: WaitsService,
+  ) {}
 
   @Post(':id/run')
   @RequiresScope('workflows:run')
@@ -97,6 +102,25 @@ export class WorkflowRunsController {
   ): Promise<RunItemPageResponse> {
     const page = await this.runs.items(caller, id, runId, stepId, query);
     return { data: page.data.map(RunItemResponse.of), nextCursor: page.nextCursor };
+  }
+
+  @Post(':id/runs/:runId/steps/:stepId/complete')
+  @RequiresScope('workflows:run')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "Answer a waiting wait step (an approval): checked against the wait's schema and approvers; the step's output is { data, by, at } and the run goes on",
+  })
+  @ApiOkResponse({ type: CompletedStepResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'RUN_NOT_FOUND', 'STEP_NOT_FOUND', 'STEP_NOT_WAITING')
+  async complete(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+    @Param('stepId') stepId: string,
+    @Body() body: CompleteStepBody,
+  ): Promise<CompletedStepResponse> {
+    return CompletedStepResponse.of(runId, stepId, await this.waits.complete(caller, id, runId, stepId, body.data));
   }
 
   @Post(':id/runs/:runId/cancel')

@@ -20,6 +20,7 @@ import { ActionStep } from './steps/action.step';
 import { AgentStep } from './steps/agent.step';
 import { MapStep } from './steps/map.step';
 import { WorkflowStep } from './steps/workflow.step';
+import { WaitStep } from './steps/wait.step';
 import { SleepStep } from './steps/sleep.step';
 import { StepKinds } from './steps/step-kinds';
 import { StepRules } from '../../workflows/application/step-rules';
@@ -117,6 +118,7 @@ describe('RunEngine', () => {
       new SwitchStep(),
       new MapStep(runs),
       new WorkflowStep(runs, null as never),
+      new WaitStep(null as never),
       new StepRules(),
     );
     engine = new RunEngine({} as RunJobs, runs, workflows, kinds, runner, expressions);

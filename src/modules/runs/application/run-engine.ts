@@ -217,14 +217,18 @@ export class RunEngine implements OnModuleInit {
     return true;
   }
 
-  /** Waiting steps whose time has come, and those waiting for an event not yet asked since the run resumed. */
+  /**
+   * Waiting steps whose time has come, and those waiting for an event (a child's end, an answer)
+   * not yet asked since the run resumed.
+   */
   private due(state: RunState): string[] {
     const now = Date.now();
     return [...state.status]
       .filter(([id, status]) => {
-        if (status !== 'waiting' || state.checked.has(id)) return false;
+        if (status !== 'waiting') return false;
         const resumeAt = state.records.get(id)?.resumeAt;
-        return !resumeAt || resumeAt.getTime() <= now;
+        if (resumeAt && resumeAt.getTime() <= now) return true;
+        return !state.checked.has(id) && (!resumeAt || this.kinds.of(state.plan.byId.get(id)!).answered === true);
       })
       .map(([id]) => id);
   }
@@ -271,7 +275,8 @@ export class RunEngine implements OnModuleInit {
       const applied = await this.stepWrites.add({ runId: run.id, stepId: step.id, ...change });
       if (applied) {
         const before = state.records.get(step.id);
-        state.records.set(step.id, { ...before!, ...change, resumeAt: change.resumeAt ?? null, reason: change.reason ?? null } as StepRun);
+        const cleared = { resumeAt: change.resumeAt ?? null, reason: change.reason ?? null, waitingFor: change.waitingFor ?? null };
+        state.records.set(step.id, { ...before!, ...change, ...cleared } as StepRun);
       }
       return applied;
     };
@@ -323,8 +328,9 @@ export class RunEngine implements OnModuleInit {
       const answer: StepAnswer = await kind.run(context(counted));
       const child = answer.childRunId ? { childRunId: answer.childRunId } : {};
       if (answer.status === 'waiting') {
-        if (!answer.resumeAt) state.checked.add(step.id);
-        return (await write({ status: 'waiting', attempts: counted, input, resumeAt: answer.resumeAt, ...child }))
+        if (!answer.resumeAt || kind.answered) state.checked.add(step.id);
+        const waitingFor = answer.waitingFor ? { waitingFor: answer.waitingFor } : {};
+        return (await write({ status: 'waiting', attempts: counted, input, resumeAt: answer.resumeAt, ...child, ...waitingFor }))
           ? { status: 'waiting' }
           : { status: 'canceled' };
       }

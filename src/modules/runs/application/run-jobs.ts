@@ -4,6 +4,7 @@ import { AgentSteps } from '../../agents/application/agent-steps';
 import { resourceEventData } from '../../../shared/events/event-data';
 import { Run } from '../domain/run';
 import { RunRepository, UnfinishedRun } from '../domain/run.repository';
+import { WaitRepository } from '../domain/wait.repository';
 import { RunResponse } from '../run.response';
 
 const RUN_QUEUE = 'workflow-run';
@@ -23,6 +24,14 @@ export function runJobOptions(run: { timeoutMs: number }) {
   };
 }
 
+/** In the transaction of what woke them: the waiting runs of `runIds` go on now; answers what to call once it committed. */
+async function resumeRuns(core: DurableJobs, runs: RunRepository, runIds: string[]): Promise<() => void> {
+  const woken = runIds.length ? await core.queue.startNow(RUN_QUEUE, await runs.waitingJobs(runIds)) : 0;
+  return () => {
+    if (woken) core.queue.wake(RUN_QUEUE);
+  };
+}
+
 /**
  * Workflow runs as a kind of durable job: one job per run on `workflow-run`, kept alive by a
  * heartbeat; steps are not jobs of their own, the run's job carries them. A run whose steps all
@@ -31,7 +40,10 @@ export function runJobOptions(run: { timeoutMs: number }) {
  */
 @Injectable()
 export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
-  constructor(core: DurableJobs, runs: RunRepository, agentSteps: AgentSteps) {
+  /** In the transaction of what woke them (a wait's answer): the waiting runs go on now; answers what to call once it committed. */
+  readonly resume: (runIds: string[]) => Promise<() => void>;
+
+  constructor(core: DurableJobs, runs: RunRepository, waits: WaitRepository, agentSteps: AgentSteps) {
     super(core, {
       name: 'run',
       queue: RUN_QUEUE,
@@ -51,21 +63,26 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       // The agent executions of steps it ended (those waiting for a retry hold theirs) are canceled once it committed.
       ended: async (ended) => {
         const parents = [...new Set(ended.flatMap((run) => (run.parentRunId ? [run.parentRunId] : [])))];
-        const woken = parents.length ? await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents)) : 0;
+        const wake = await resumeRuns(core, runs, parents);
+        // The waits of wait steps it ended (they keep what they waited for): no answer may reach them any more.
+        const unanswered = ended.filter((run) => run.steps.some((s) => s.status === 'canceled' && s.waitingFor));
+        if (unanswered.length) await waits.close(unanswered.map((run) => run.id));
         const executions = ended.flatMap((run) =>
           run.steps.filter((s) => s.status === 'canceled' && s.executionId).map((s) => s.executionId!),
         );
         return () => {
-          if (woken) core.queue.wake(RUN_QUEUE);
+          wake();
           if (executions.length) void agentSteps.cancelOwned(executions).catch(() => undefined);
         };
       },
-      resumeAt: async (run, at) => ((await runs.childEnded(run.id)) ? new Date() : at),
+      // A run parking while what it waits for came (a child's end, a wait's answer) goes on at once.
+      resumeAt: async (run, at) => ((await runs.awakened(run.id)) ? new Date() : at),
       event: (run) => ({
         organizationId: run.organizationId,
         type: `workflow.run.${run.status}`,
         data: resourceEventData(RunResponse.of(run, false), `/api/workflows/${run.workflowId}/runs/${run.id}`),
       }),
     });
+    this.resume = (runIds) => resumeRuns(core, runs, runIds);
   }
 }

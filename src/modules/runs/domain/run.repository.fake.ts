@@ -99,12 +99,12 @@ export class InMemoryRunRepository extends RunRepository {
     notFaked('abandon');
   }
 
-  async waitingParents(): Promise<string[]> {
-    notFaked('waitingParents');
+  async waitingJobs(): Promise<string[]> {
+    notFaked('waitingJobs');
   }
 
-  async childEnded(): Promise<boolean> {
-    notFaked('childEnded');
+  async awakened(): Promise<boolean> {
+    notFaked('awakened');
   }
 
   async unfinishedChildren(): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {

@@ -2,6 +2,7 @@ import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Run, RunItem, RunStatus, StepStatus } from './run';
+import { WaitingFor } from './wait';
 
 export interface StepWrite {
   runId: string;
@@ -18,6 +19,8 @@ export interface StepWrite {
   reason?: string | null;
   /** The run a workflow step started (kept once set). */
   childRunId?: string | null;
+  /** What a `waiting` wait step waits for (cleared by any other write). */
+  waitingFor?: WaitingFor | null;
 }
 
 /** A change of one map item, guarded like a step's. */
@@ -83,13 +86,13 @@ export abstract class RunRepository {
   /** Applies item changes; answers, per write, whether it applied. */
   abstract writeItems(writes: ItemWrite[]): Promise<boolean[]>;
   /**
-   * In a child's finishing transaction: locks its waiting parents (so a parent that is only
-   * now parking waits for this commit, then sees the child final) and answers the jobs of
-   * those that wait, to start now.
+   * In the transaction of what wakes runs (a child's end, a wait's answer): locks the runs (so a
+   * run that is only now parking waits for this commit, then sees what woke it) and answers
+   * the jobs of those that wait, to start now.
    */
-  abstract waitingParents(parentIds: string[]): Promise<string[]>;
-  /** Whether a child the run's waiting steps wait for has ended (checked as the run parks). */
-  abstract childEnded(runId: string): Promise<boolean>;
+  abstract waitingJobs(runIds: string[]): Promise<string[]>;
+  /** Whether what the run's waiting steps wait for came (a child ended, a wait was answered): checked as the run parks. */
+  abstract awakened(runId: string): Promise<boolean>;
   /** The run's children that are not final. */
   abstract unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>>;
   /** A page of a map step's items, from after `afterIndex`, in order. */

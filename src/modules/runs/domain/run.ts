@@ -1,5 +1,6 @@
 import type { Trigger } from '../../../shared/auth/principal';
 import { Failure } from '../../../shared/jobs/outcome';
+import type { WaitingFor } from './wait';
 
 export const RUN_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -22,6 +23,8 @@ export interface StepRun {
   reason: string | null;
   /** The run a workflow step started. */
   childRunId: string | null;
+  /** What a waiting wait step waits for. */
+  waitingFor: WaitingFor | null;
   /** A map step's items by status (on one run's read). */
   items?: ItemCounts;
   startedAt: Date | null;
@@ -82,6 +85,7 @@ export function pendingStep(id: string): StepRun {
     resumeAt: null,
     reason: null,
     childRunId: null,
+    waitingFor: null,
     startedAt: null,
     finishedAt: null,
   };

@@ -52,6 +52,8 @@ export class RunStepRow {
   @Column('varchar', { length: 500, nullable: true }) reason!: string | null;
   /** The run a workflow step started. */
   @Column('uuid', { name: 'child_run_id', nullable: true }) childRunId!: string | null;
+  /** What a waiting wait step waits for (an approval, an event), as the run shows it. */
+  @Column('jsonb', { name: 'waiting_for', nullable: true }) waitingFor!: unknown;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }
@@ -74,4 +76,56 @@ export class RunItemRow {
   @Column('timestamp with time zone', { name: 'resume_at', precision: 3, nullable: true }) resumeAt!: Date | null;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
+}
+
+/**
+ * What a wait step of a run waits for: an approval or an event, its answer once given. `pending`
+ * until answered, or `closed` when the step timed out or the run ended without an answer.
+ */
+@Entity('workflow_run_waits')
+// POST /api/events: the pending waits for one name and key of an organization.
+@Index('workflow_run_waits_event_idx', ['organizationId', 'eventName', 'eventKey'], { where: "status = 'pending' AND kind = 'event'" })
+// GET /api/approvals: an organization's pending approvals, oldest first.
+@Index('workflow_run_waits_approval_idx', ['organizationId', 'createdAt', 'runId', 'stepId'], {
+  where: "status = 'pending' AND kind = 'approval'",
+})
+export class RunWaitRow {
+  @PrimaryColumn('uuid', { name: 'run_id', primaryKeyConstraintName: 'PK_workflow_run_waits' }) runId!: string;
+  @ManyToOne(() => RunRow, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'run_id', foreignKeyConstraintName: 'FK_workflow_run_waits_run' })
+  run?: RunRow;
+  @PrimaryColumn('varchar', { name: 'step_id', length: 64, primaryKeyConstraintName: 'PK_workflow_run_waits' }) stepId!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('uuid', { name: 'workflow_id' }) workflowId!: string;
+  @Column('varchar', { length: 16 }) kind!: string;
+  @Column('varchar', { name: 'event_name', length: 200, nullable: true }) eventName!: string | null;
+  @Column('varchar', { name: 'event_key', length: 500, nullable: true }) eventKey!: string | null;
+  /** The JSON Schema an answer's data must match. */
+  @Column('jsonb', { nullable: true }) schema!: unknown;
+  @Column('jsonb', { nullable: true }) approvers!: unknown;
+  @Column('boolean', { name: 'self_approval', default: true }) selfApproval!: boolean;
+  @Column('varchar', { length: 16 }) status!: string;
+  /** `{ data, by, at }`: the step's output. */
+  @Column('jsonb', { nullable: true }) answer!: unknown;
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+  @Column('timestamp with time zone', { name: 'timeout_at', precision: 3, nullable: true }) timeoutAt!: Date | null;
+}
+
+/** An event no wait was waiting for, kept a while (WORKFLOW_EVENT_KEEP_SECONDS) for a wait that begins just after it. */
+@Entity('workflow_events')
+@Index('workflow_events_match_idx', ['organizationId', 'name', 'key', 'expiresAt'])
+@Index('workflow_events_expires_idx', ['expiresAt'])
+export class KeptEventRow {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_workflow_events' }) id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'organization_id', foreignKeyConstraintName: 'FK_workflow_events_organization' })
+  organization?: object;
+  @Column('varchar', { length: 200 }) name!: string;
+  @Column('varchar', { length: 500 }) key!: string;
+  @Column('jsonb', { nullable: true }) data!: unknown;
+  /** Who sent it. */
+  @Column('jsonb') by!: unknown;
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
+  @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
 }

@@ -8,6 +8,7 @@ import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun } from '../domain/run.repository';
+import { WaitingFor } from '../domain/wait';
 
 interface RawRun {
   id: string;
@@ -53,6 +54,7 @@ interface RawStep {
   resume_at: Date | null;
   reason: string | null;
   child_run_id: string | null;
+  waiting_for: WaitingFor | null;
   started_at: Date | null;
   finished_at: Date | null;
 }
@@ -60,7 +62,10 @@ interface RawStep {
 /** A waiting run's job starts later: the reconciler leaves it alone (it keeps only runs on a job moving). */
 const RUNS = new DurableTable('workflow_runs', 'uuid', true);
 const UNFINISHED = RUNS.unfinished;
-/** Steps of a run that ends: those in flight or waiting are canceled, those not started skipped. */
+/**
+ * Steps of a run that ends: those in flight or waiting are canceled, those not started skipped.
+ * A wait step keeps what it waited for (its wait is closed with the run).
+ */
 const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'canceled' ELSE 'skipped' END,
   reason = CASE WHEN s.status = 'pending' THEN 'the run ended without it' ELSE s.reason END, resume_at = NULL, finished_at = now()`;
 const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
@@ -167,7 +172,8 @@ export class TypeOrmRunRepository extends RunRepository {
       `WITH w AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb)
            AS w(run_id uuid, step_id text, status text, attempts int, input jsonb, has_input boolean,
-                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text, child_run_id uuid)
+                output jsonb, error jsonb, execution_id uuid, resume_at timestamptz, reason text, child_run_id uuid,
+                waiting_for jsonb)
        ), done AS (
          UPDATE workflow_run_steps s SET
            status = w.status,
@@ -179,6 +185,7 @@ export class TypeOrmRunRepository extends RunRepository {
            resume_at = w.resume_at,
            reason = w.reason,
            child_run_id = COALESCE(w.child_run_id, s.child_run_id),
+           waiting_for = NULLIF(w.waiting_for, 'null'::jsonb),
            started_at = CASE WHEN w.status IN ('running', 'waiting') THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
            finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
          FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
@@ -200,6 +207,7 @@ export class TypeOrmRunRepository extends RunRepository {
             resume_at: w.resumeAt ?? null,
             reason: w.reason ?? null,
             child_run_id: w.childRunId ?? null,
+            waiting_for: w.waitingFor ?? null,
           })),
         ),
       ],
@@ -372,25 +380,28 @@ export class TypeOrmRunRepository extends RunRepository {
     }));
   }
 
-  async waitingParents(parentIds: string[]): Promise<string[]> {
-    if (!parentIds.length) return [];
+  async waitingJobs(runIds: string[]): Promise<string[]> {
+    if (!runIds.length) return [];
     // FOR UPDATE in its own statement: a parent parking now is seen once its transaction commits.
     const rows = await this.query<{ job_id: string | null; status: string }>(
       'SELECT job_id, status FROM workflow_runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
-      [parentIds],
+      [runIds],
     );
     return rows.filter((r) => r.status === 'waiting' && r.job_id).map((r) => r.job_id!);
   }
 
-  async childEnded(runId: string): Promise<boolean> {
-    const [row] = await this.query<{ ended: boolean }>(
+  async awakened(runId: string): Promise<boolean> {
+    const [row] = await this.query<{ awakened: boolean }>(
       `SELECT EXISTS (
          SELECT 1 FROM workflow_run_steps s JOIN workflow_runs c ON c.id = s.child_run_id
          WHERE s.run_id = $1 AND s.status = 'waiting' AND c.status NOT IN ('queued', 'running', 'waiting')
-       ) AS ended`,
+       ) OR EXISTS (
+         SELECT 1 FROM workflow_run_waits w WHERE w.run_id = $1 AND w.status = 'answered'
+           AND EXISTS (SELECT 1 FROM workflow_run_steps s WHERE s.run_id = $1 AND s.step_id = w.step_id AND s.status = 'waiting')
+       ) AS awakened`,
       [runId],
     );
-    return row.ended;
+    return row.awakened;
   }
 
   async unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>> {
@@ -457,6 +468,7 @@ function toStep(row: RawStep): StepRun {
     resumeAt: row.resume_at,
     reason: row.reason,
     childRunId: row.child_run_id,
+    waitingFor: row.waiting_for,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
   };

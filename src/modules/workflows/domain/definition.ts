@@ -15,6 +15,31 @@ export interface RetryPolicy {
   retryOn?: string[];
 }
 
+/** Who may answer an approval: anyone with one of `roles`, or one of `users` (ids or emails). */
+export interface Approvers {
+  roles?: Array<'admin' | 'member'>;
+  users?: string[];
+}
+
+export interface WaitDefinition {
+  /** `approval`: answered through the API by an approver; `event`: by `POST /api/events` with `event` and the `key`. */
+  for: 'approval' | 'event';
+  /** The event's name, for `event`. */
+  event?: string;
+  /** JSONata over the step's context giving the correlation key, for `event` (none: any key). */
+  key?: string;
+  /** JSON Schema the answer's data must match. */
+  schema?: JsonObject;
+  /** How long to wait; the run's own timeout bounds it too. */
+  timeoutSeconds?: number;
+  /** `fail` (the default) fails the step with WAIT_TIMEOUT; `continue` succeeds with `{ data: null, timedOut: true }`. */
+  onTimeout?: 'fail' | 'continue';
+  /** For `approval`: who may answer (admins and members when absent). */
+  approvers?: Approvers;
+  /** For `approval`: whether whoever started the run may answer it (true when absent). */
+  selfApproval?: boolean;
+}
+
 export interface StepDefinition {
   /** Unique in the workflow, `[a-z][a-z0-9_-]*`. */
   id: string;
@@ -27,9 +52,11 @@ export interface StepDefinition {
   sleep?: { seconds?: number; until?: string };
   /** ...or a branch: the first case that holds runs its steps, the others' are skipped... */
   switch?: { cases: Array<{ when: string; steps: string[] }>; default?: string[] };
-  /** ...or a run of another workflow, as a child (waited for unless `wait` is false)... */
+  /** ...or a run of another workflow, as a child (waited for unless `detach` is true)... */
   workflow?: string;
-  wait?: boolean;
+  detach?: boolean;
+  /** ...or a wait for a person's answer or a system's event... */
+  wait?: WaitDefinition;
   /** ...or a step run for each item of an array, `concurrency` at a time. */
   map?: { over: string; step: Omit<StepDefinition, 'id'> & { id?: string }; concurrency?: number; skipFailures?: boolean };
   /** JSONata over `{ input, steps: { <id>: { output, error } } }`; the run input when absent. */
@@ -68,6 +95,8 @@ export const WORKFLOW_LIMITS = {
   switchCases: 50,
   mapItems: 10_000,
   mapConcurrency: 100,
+  waitSeconds: 24 * 3600,
+  approverUsers: 100,
 } as const;
 
 export const STEP_ID = '^[a-z][a-z0-9_-]{0,62}$';
@@ -157,6 +186,13 @@ export interface DefinitionContext {
   stepsRead(expression: string): string[];
   /** Why a tenant's JSON Schema cannot be stored, with paths under `root`. */
   schemaProblems(schema: JsonObject, root: string): Array<{ path: string; message: string }>;
+}
+
+/** A problem when a wait of `seconds` (a sleep, a wait's timeout) could not end before the run's `timeoutMs`: the run would time out first. */
+export function outlivesRun(seconds: number, path: string, step: StepDefinition, workflow: WorkflowDefinition): ErrorDetail[] {
+  const timeoutMs = workflow.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
+  if (seconds * 1000 < timeoutMs) return [];
+  return [{ path, message: `step '${step.id}' waits ${seconds} s, past the run's timeoutMs (${timeoutMs}): the run would time out first` }];
 }
 
 /** The steps a run of the definition records: its steps, then its `onFailure` when it has one. */

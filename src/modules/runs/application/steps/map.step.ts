@@ -159,7 +159,7 @@ export class MapStep implements StepKind {
     const itemContext = (attempt: number): StepContext => ({
       ...context,
       step: inner,
-      record: { ...item, id: step.id, input, reason: null, childRunId: null },
+      record: { ...item, id: step.id, input, reason: null, childRunId: null, waitingFor: null },
       attempt,
       input,
       scope,

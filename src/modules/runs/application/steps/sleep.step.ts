@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DefinitionContext, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../../../workflows/domain/definition';
+import { DefinitionContext, outlivesRun, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../../../workflows/domain/definition';
 import { StepAnswer, StepContext, StepKind } from './step-kind';
 
 /**
@@ -24,15 +24,7 @@ export class SleepStep implements StepKind {
     const { seconds, until } = step.sleep!;
     if ((seconds === undefined) === (until === undefined))
       return [{ path: `${at}.sleep`, message: `step '${step.id}': sleep needs exactly one of seconds or until` }];
-    const timeoutMs = workflow.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
-    if (seconds !== undefined && seconds * 1000 >= timeoutMs)
-      return [
-        {
-          path: `${at}.sleep.seconds`,
-          message: `step '${step.id}' sleeps ${seconds} s, past the run's timeoutMs (${timeoutMs}): the run would time out first`,
-        },
-      ];
-    return [];
+    return seconds === undefined ? [] : outlivesRun(seconds, `${at}.sleep.seconds`, step, workflow);
   }
 
   expressions(step: StepDefinition) {

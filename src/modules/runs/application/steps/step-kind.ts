@@ -2,6 +2,7 @@ import { Failure, Outcome } from '../../../../shared/jobs/outcome';
 import { PluginConfigs } from '../../../plugins/application/capability-runner';
 import { StepDefinition, StepKindRules } from '../../../workflows/domain/definition';
 import { Run, StepRun } from '../../domain/run';
+import { WaitingFor } from '../../domain/wait';
 
 /** What a step's expressions see: the run input, the steps it may read, and what the kind adds. */
 export interface StepScope {
@@ -52,13 +53,18 @@ export type StepAnswer =
    * Go on at `resumeAt` (a sleep), or when what it waits for wakes the run (null: a child run's
    * end): the run lets go of its worker until then.
    */
-  | { status: 'waiting'; resumeAt: Date | null; childRunId?: string };
+  | { status: 'waiting'; resumeAt: Date | null; childRunId?: string; waitingFor?: WaitingFor };
 
 /**
  * A kind of step: its rules at save (`StepKindRules`) and how it runs. Adding a kind is one
  * file here and a line in the registry.
  */
 export interface StepKind extends StepKindRules {
+  /**
+   * Whether the step waits for an answer from outside (besides its `resumeAt`, a timeout): each
+   * time the run resumes it is asked again, since the answer may be what woke the run.
+   */
+  readonly answered?: boolean;
   /** Whether the step keeps an agent execution, the same one across its attempts. */
   readonly keepsExecution?: boolean;
   run(context: StepContext): Promise<StepAnswer>;

@@ -7,6 +7,7 @@ import { MapStep } from './map.step';
 import { SleepStep } from './sleep.step';
 import { StepKind } from './step-kind';
 import { SwitchStep } from './switch.step';
+import { WaitStep } from './wait.step';
 import { WorkflowStep } from './workflow.step';
 
 /** The step kinds the engine runs, in the order their names are listed in problems. */
@@ -21,9 +22,10 @@ export class StepKinds {
     branch: SwitchStep,
     map: MapStep,
     workflow: WorkflowStep,
+    wait: WaitStep,
     rules: StepRules,
   ) {
-    this.all = [agent, action, sleep, branch, map, workflow];
+    this.all = [agent, action, sleep, branch, map, workflow, wait];
     map.useKinds(this);
     // Definitions are checked against these kinds.
     rules.use(this.all);
@@ -37,4 +39,4 @@ export class StepKinds {
   }
 }
 
-export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, MapStep, WorkflowStep, StepKinds];
+export const STEP_KIND_PROVIDERS = [AgentStep, ActionStep, SleepStep, SwitchStep, MapStep, WorkflowStep, WaitStep, StepKinds];

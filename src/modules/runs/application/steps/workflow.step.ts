@@ -26,17 +26,16 @@ export abstract class ChildRuns {
 }
 
 /**
- * `{ "workflow": "<workflow id>", "input": "<JSONata>", "wait": true }`: starts a run of another
- * workflow of the organization as a child (its `parentRunId` is this run). With `wait` (the
- * default) the step waits without holding a worker, the child's end wakes the run, and the step
- * takes the child's output, or fails with CHILD_RUN_FAILED; without it the step answers
- * `{ runId }` at once.
+ * `{ "workflow": "<workflow id>", "input": "<JSONata>", "detach": false }`: starts a run of another
+ * workflow of the organization as a child (its `parentRunId` is this run). By default the step
+ * waits without holding a worker, the child's end wakes the run, and the step takes the child's
+ * output, or fails with CHILD_RUN_FAILED; with `detach` the step answers `{ runId }` at once.
  */
 @Injectable()
 export class WorkflowStep implements StepKind {
   readonly key = 'workflow';
   readonly schema = { type: 'string', format: 'uuid' };
-  readonly fields = { wait: { type: 'boolean' } };
+  readonly fields = { detach: { type: 'boolean' } };
   readonly callsOut = false;
   private children?: ChildRuns;
 
@@ -52,7 +51,7 @@ export class WorkflowStep implements StepKind {
   }
 
   async run({ run, step, record, input, callId }: StepContext): Promise<StepAnswer> {
-    const wait = step.wait ?? true;
+    const wait = !step.detach;
     let child: Run | null;
     if (record?.childRunId) {
       child = await this.runs.findById(record.childRunId);

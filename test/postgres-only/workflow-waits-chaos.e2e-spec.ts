@@ -198,6 +198,43 @@ describe('waiting runs under SIGKILL', () => {
     }
   });
 
+  it('takes an approval and fires a timeout after the worker was killed while the runs waited', async () => {
+    const workflowId = await defined({
+      name: 'sign-off',
+      steps: [
+        { id: 'before', agent },
+        { id: 'approve', wait: { for: 'approval', timeoutSeconds: 20, onTimeout: 'continue' }, needs: ['before'] },
+        { id: 'after', agent, needs: ['approve'] },
+      ],
+    });
+    worker ??= await startService(WORKER_ENV);
+    const [answered, unanswered] = await started(workflowId, 2);
+    await eventually(
+      async () => (await steps([answered, unanswered])).filter((s) => s.step_id === 'approve' && s.status === 'waiting').length === 2,
+      { timeoutMs: 30_000, message: 'both runs to wait for their approval' },
+    );
+    // Answered while no worker lives: the next one takes the answer; the other run's timeout fires on its own.
+    await worker!.kill('SIGKILL');
+    const res = await t
+      .http()
+      .post(`/api/workflows/${workflowId}/runs/${answered}/steps/approve/complete`)
+      .set(bearer(org.admin))
+      .send({ data: { ok: true } });
+    expect(res.status).toBe(200);
+    worker = await startService(WORKER_ENV);
+
+    await untilFinished([answered, unanswered], 60_000);
+    for (const id of [answered, unanswered]) expect((await statuses([id]))[0].status).toBe('succeeded');
+    const rows = await steps([answered, unanswered]);
+    const approval = (id: string) => rows.find((s) => s.run_id === id && s.step_id === 'approve')!.output;
+    expect(approval(answered)).toMatchObject({ data: { ok: true }, by: { type: 'user', id: org.admin.id } });
+    expect(approval(unanswered)).toMatchObject({ data: null, timedOut: true });
+    for (const id of [answered, unanswered]) {
+      calledOnlyBeforeCommit(`${id}:before`, rows.find((s) => s.run_id === id && s.step_id === 'before')!.finished_at);
+      expect(remote.calls.get(`${id}:after`)).toHaveLength(1);
+    }
+  });
+
   it('holds no worker slot for 1,000 sleeping runs: another run goes through meanwhile', async () => {
     const sleeper = await defined({ name: 'sleeps an hour', timeoutMs: 7_200_000, steps: [{ id: 'nap', sleep: { seconds: 3600 } }] });
     const quick = await defined({ name: 'quick', steps: [{ id: 'work', agent }] });

@@ -21,7 +21,12 @@ interface RunBody {
 }
 
 const jsonata = (expression: string) => ({ action: 'transform.jsonata', with: { expression } });
-const ANSWER_SCHEMA = { type: 'object', required: ['approved'], properties: { approved: { type: 'boolean' } }, additionalProperties: false };
+const ANSWER_SCHEMA = {
+  type: 'object',
+  required: ['approved'],
+  properties: { approved: { type: 'boolean' } },
+  additionalProperties: false,
+};
 
 // Wait steps as people and systems answer them: approvals through the API, events by name and key.
 describe('workflow approvals and events', () => {
@@ -137,7 +142,13 @@ describe('workflow approvals and events', () => {
       const run = await start(workflow, { amount: 40 });
       const parked = await waiting(workflow, run.id, 'approve');
       expect(parked.status).toBe('waiting');
-      expect(step(parked, 'approve').waitingFor).toEqual({ for: 'approval', event: null, key: null, approvers: { roles: ['admin'] }, timeoutAt: null });
+      expect(step(parked, 'approve').waitingFor).toEqual({
+        for: 'approval',
+        event: null,
+        key: null,
+        approvers: { roles: ['admin'] },
+        timeoutAt: null,
+      });
       expect(parked.waitingSteps).toEqual([{ id: 'approve', resumeAt: null, waitingFor: step(parked, 'approve').waitingFor }]);
 
       // It waits on the admins, not on the member who started it.
@@ -157,7 +168,11 @@ describe('workflow approvals and events', () => {
 
       const byMember = await complete(org.member, workflow, run.id, 'approve', { approved: true });
       expect(byMember.status).toBe(403);
-      expect(byMember.body.error).toMatchObject({ code: 'FORBIDDEN', status: 403, message: "You are not one of the approvers of step 'approve'" });
+      expect(byMember.body.error).toMatchObject({
+        code: 'FORBIDDEN',
+        status: 403,
+        message: "You are not one of the approvers of step 'approve'",
+      });
       expect((await complete(org.viewer, workflow, run.id, 'approve', { approved: true })).status).toBe(403);
       const elsewhere = await complete(other.admin, workflow, run.id, 'approve', { approved: true });
       expect(elsewhere.status).toBe(404);
@@ -249,7 +264,11 @@ describe('workflow approvals and events', () => {
     });
 
     it('answers the waits for its name and key only, every one of them', async () => {
-      const [a1, a2, b] = await Promise.all([start(workflow, { order: 'A-1' }), start(workflow, { order: 'A-1' }), start(workflow, { order: 'B-2' })]);
+      const [a1, a2, b] = await Promise.all([
+        start(workflow, { order: 'A-1' }),
+        start(workflow, { order: 'A-1' }),
+        start(workflow, { order: 'B-2' }),
+      ]);
       for (const run of [a1, a2, b]) await waiting(workflow, run.id, 'paid');
       expect(step(await get(workflow, b.id), 'paid').waitingFor).toMatchObject({ for: 'event', event: 'payment.settled', key: 'B-2' });
 
@@ -262,7 +281,11 @@ describe('workflow approvals and events', () => {
       for (const run of [a1, a2]) {
         const done = await settled(workflow, run.id);
         expect(done).toMatchObject({ status: 'succeeded', output: { amount: 42 } });
-        expect(step(done, 'paid').output).toEqual({ data: { amount: 42 }, by: { type: 'event', name: 'payment.settled' }, at: expect.any(String) });
+        expect(step(done, 'paid').output).toEqual({
+          data: { amount: 42 },
+          by: { type: 'event', name: 'payment.settled' },
+          at: expect.any(String),
+        });
       }
       expect((await get(workflow, b.id)).status).toBe('waiting');
       // Another organization's event of the same name and key reaches nothing here.

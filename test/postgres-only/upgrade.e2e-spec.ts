@@ -55,6 +55,7 @@ const WRITTEN_FOR = [
   '1795753813667-Trial',
   '1795760000000-CrossListIndexes',
   '1795770000000-WorkflowWaits',
+  '1795783000000-WorkflowApprovals',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];

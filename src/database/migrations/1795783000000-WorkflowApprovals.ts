@@ -43,7 +43,9 @@ export class WorkflowApprovals1795783000000 implements MigrationInterface {
       `CREATE TABLE "workflow_events" ("id" uuid NOT NULL, "organization_id" uuid NOT NULL, "name" character varying(200) NOT NULL, "key" character varying(500) NOT NULL, "data" jsonb, "by" jsonb NOT NULL, "created_at" TIMESTAMP(3) WITH TIME ZONE NOT NULL, "expires_at" TIMESTAMP(3) WITH TIME ZONE NOT NULL, CONSTRAINT "PK_workflow_events" PRIMARY KEY ("id"))`,
     );
     await queryRunner.query(`CREATE INDEX "workflow_events_expires_idx" ON "workflow_events" ("expires_at")`);
-    await queryRunner.query(`CREATE INDEX "workflow_events_match_idx" ON "workflow_events" ("organization_id", "name", "key", "expires_at")`);
+    await queryRunner.query(
+      `CREATE INDEX "workflow_events_match_idx" ON "workflow_events" ("organization_id", "name", "key", "expires_at")`,
+    );
     await queryRunner.query(
       `ALTER TABLE "workflow_events" ADD CONSTRAINT "FK_workflow_events_organization" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE NO ACTION`,
     );

@@ -20,7 +20,11 @@ export class WorkflowEventBody {
   @Matches(new RegExp(EVENT_NAME), { message: '$property must be letters, digits and . _ : / -, at most 200' })
   name!: string;
 
-  @ApiPropertyOptional({ maxLength: EVENT_KEY_MAX, example: 'order-42', description: "The correlation key the waits' `key` gave (none: the empty key)" })
+  @ApiPropertyOptional({
+    maxLength: EVENT_KEY_MAX,
+    example: 'order-42',
+    description: "The correlation key the waits' `key` gave (none: the empty key)",
+  })
   @Optional()
   @IsString()
   @MaxLength(EVENT_KEY_MAX)
@@ -35,7 +39,7 @@ export class ApprovalsQuery extends PageQuery {
   @ApiPropertyOptional({ enum: ['pending'], default: 'pending', description: 'Only the approvals still waiting (the one list kept)' })
   @Optional()
   @IsIn(['pending'])
-  status: 'pending' = 'pending';
+  status = 'pending' as const;
 }
 
 export class AnsweredByResponse {

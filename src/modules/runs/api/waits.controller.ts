@@ -19,7 +19,7 @@ export class WaitsController {
   @HttpCode(202)
   @ApiOperation({
     summary:
-      "Send an event: every wait step of the organization waiting for its name and key takes it and its run goes on; one no wait takes is kept a while (WORKFLOW_EVENT_KEEP_SECONDS) for a wait that begins just after",
+      'Send an event: every wait step of the organization waiting for its name and key takes it and its run goes on; one no wait takes is kept a while (WORKFLOW_EVENT_KEEP_SECONDS) for a wait that begins just after',
   })
   @ApiAcceptedResponse({ type: EventAcceptedResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN')

@@ -109,7 +109,8 @@ export class WorkflowRunsController {
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiOperation({
-    summary: "Answer a waiting wait step (an approval): checked against the wait's schema and approvers; the step's output is { data, by, at } and the run goes on",
+    summary:
+      "Answer a waiting wait step (an approval): checked against the wait's schema and approvers; the step's output is { data, by, at } and the run goes on",
   })
   @ApiOkResponse({ type: CompletedStepResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'RUN_NOT_FOUND', 'STEP_NOT_FOUND', 'STEP_NOT_WAITING')

@@ -80,7 +80,10 @@ export class WaitsService {
       const wait = await this.waits.find(runId, stepId);
       if (!wait) throw this.noWait(run, stepId);
       if (wait.status !== 'pending' || (wait.timeoutAt && wait.timeoutAt.getTime() <= Date.now()))
-        throw stepNotWaiting(stepId, wait.status === 'answered' ? 'was answered already' : 'no longer waits (it timed out or its run ended)');
+        throw stepNotWaiting(
+          stepId,
+          wait.status === 'answered' ? 'was answered already' : 'no longer waits (it timed out or its run ended)',
+        );
       if (wait.kind === 'approval') this.assertMayApprove(caller, run, wait);
       if (wait.schema) assertTenantSchema(wait.schema, data, 'data', `The answer to step '${stepId}'`);
       const answer: WaitAnswer = { data: data ?? null, by: answeredBy(caller), at: new Date().toISOString() };

@@ -24,12 +24,16 @@
  *      (items / (last item's finished_at − first item's started_at)), its time and its output;
  *   6. child runs: synchronous run (?wait=30) latency with 1 client on one APP_ROLE=all process of
  *      a plain 1-step workflow and of a parent whose one step runs a 1-step child workflow (the
- *      parent waits without a worker and the child's end wakes it), runs alternating between them.
+ *      parent waits without a worker and the child's end wakes it), runs alternating between them;
+ *   7. approvals: BENCH_APPROVAL_RUNS runs, one after the other, of a workflow that waits for an
+ *      approval and then runs one transform step, on one APP_ROLE=all process; once a run waits,
+ *      its approval is given (POST .../steps/approve/complete) and the round trip is the run's
+ *      finished_at − the moment that request was sent.
  *
  * Run with `npm run bench:workflows`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
  *                                    one database per phase is created on it and dropped at the end
- *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child)
+ *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,approval)
  *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
  *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
  *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
@@ -49,6 +53,7 @@
  *   BENCH_MAP_RUNS                   map runs, one after the other (3)
  *   BENCH_CHILD_WARMUP_RUNS          warm-up runs of each child-phase workflow (10)
  *   BENCH_CHILD_RUNS                 runs of each child-phase workflow measured with 1 client (100)
+ *   BENCH_APPROVAL_RUNS              approved runs, one after the other (200)
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
@@ -94,7 +99,7 @@ import {
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
 
-const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child'] as const;
+const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'approval'] as const;
 type Phase = (typeof PHASES)[number];
 
 const settings = {
@@ -118,6 +123,7 @@ const settings = {
   mapRuns: intFromEnv('BENCH_MAP_RUNS', 3),
   childWarmupRuns: intFromEnv('BENCH_CHILD_WARMUP_RUNS', 10),
   childRuns: intFromEnv('BENCH_CHILD_RUNS', 100),
+  approvalRuns: intFromEnv('BENCH_APPROVAL_RUNS', 200),
   readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
 };
 
@@ -128,7 +134,7 @@ function phasesFromEnv(): Phase[] {
   return PHASES.filter((p) => raw.includes(p));
 }
 
-const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2 };
+const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2, approvalP99Ms: 50 };
 
 /** Page size of the history requests (the API's default). */
 const PAGE_SIZE = 20;
@@ -847,6 +853,82 @@ async function childPhase(): Promise<Outcome> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Phase 7: approvals
+
+/** Waits for an approval, then one transform.jsonata step over the answer. */
+const APPROVAL_WORKFLOW = {
+  name: 'bench-approval',
+  steps: [
+    { id: 'approve', wait: { for: 'approval' } },
+    { id: 'after', needs: ['approve'], input: 'steps.approve.output.data', action: 'transform.jsonata', with: { expression: '$' } },
+  ],
+  output: 'steps.after.output',
+};
+
+const APPROVAL_SCENARIO = 'approval round trip (complete → run finished)';
+
+/**
+ * Phase 7: BENCH_APPROVAL_RUNS runs of the approval workflow one after the other on one
+ * APP_ROLE=all process: each is started, its wait seen in its step row, then approved; the
+ * round trip is from the approval request to the run's finished_at (same machine, same clock).
+ */
+async function approvalPhase(): Promise<Outcome> {
+  const { client, databaseUrl } = await startWorking('approval');
+  const { id: workflowId } = await createWorkflow(client, APPROVAL_WORKFLOW);
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  const roundTrips: number[] = [];
+  const errors: string[] = [];
+  try {
+    log(`approval: ${settings.approvalRuns} runs, each approved once it waits`);
+    const begin = performance.now();
+    for (let i = 0; i < settings.approvalRuns; i++) {
+      assertGoingOn();
+      const started = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, { input: null });
+      const runId = field(started.body, 'id') as string;
+      await pollRow(db, `SELECT 1 FROM workflow_run_steps WHERE run_id = $1 AND step_id = 'approve' AND status = 'waiting'`, [runId]);
+      const sentAt = Date.now();
+      const res = await client.request('POST', `/api/workflows/${workflowId}/runs/${runId}/steps/approve/complete`, { data: { n: i } });
+      if (res.status !== 200) errors.push(`HTTP ${res.status} ${brief(res.body)}`);
+      const [finished] = await pollRow<{ status: string; output: unknown; finished: number }>(
+        db,
+        `SELECT status, output, (extract(epoch FROM finished_at) * 1000)::float8 AS finished FROM workflow_runs WHERE id = $1 AND finished_at IS NOT NULL`,
+        [runId],
+      );
+      if (finished.status !== 'succeeded' || JSON.stringify(finished.output) !== JSON.stringify({ n: i }))
+        errors.push(`run ${runId} ${finished.status}: ${brief(finished.output)}`);
+      else roundTrips.push(finished.finished - sentAt);
+    }
+    const wallSeconds = (performance.now() - begin) / 1000;
+    services.assertAlive();
+    if (errors.length) log(`approval: ${errors.length} errors, first: ${errors[0]}`);
+    const row: Row = {
+      scenario: APPROVAL_SCENARIO,
+      count: settings.approvalRuns,
+      errors: errors.length,
+      ...summarize(roundTrips),
+      throughput: settings.approvalRuns / wallSeconds,
+      wallSeconds,
+    };
+    return { rows: [row] };
+  } finally {
+    await db.end();
+    await services.stopAll();
+  }
+}
+
+/** The rows of `sql` once it has some, read every 2 ms (the measured times come from the rows, not from this). */
+async function pollRow<T = unknown>(db: Client, sql: string, params: unknown[], timeoutMs = 30_000): Promise<T[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await db.query(sql, params);
+    if (rows.length) return rows as T[];
+    if (Date.now() > deadline) throw new Error(`approval: nothing from ${sql.slice(0, 60)}… within ${timeoutMs} ms`);
+    await delay(2);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 function printReport(outcomes: Outcome[]): void {
@@ -866,7 +948,8 @@ function printReport(outcomes: Outcome[]): void {
     "              (the after step's started_at − the sleep's due time), wall = first enqueue → all final;",
     'map row: count = runs, errors = those not succeeded with [2, 4, …], p50/p99/mean = run time (started_at → finished_at),',
     "         throughput = median items/s (items / (last item's finished_at − first item's started_at)), wall = first enqueue → last final;",
-    'child rows: request latency (POST run ?wait=30 until succeeded with output {"n":5}), 1 client, the two alternating.',
+    'child rows: request latency (POST run ?wait=30 until succeeded with output {"n":5}), 1 client, the two alternating;',
+    "approval row: p50/p99/mean = the run's finished_at − when its approval was sent, throughput = runs / wall (start, wait, approve, finish).",
     '',
     ...(notes.length ? ['History data (bulk-inserted, created 1 s apart, newest first):', ...notes, ''] : []),
     ...targetLines(rows, plans, sleep),
@@ -887,6 +970,7 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
   const plain = rows.find((r) => r.scenario === PLAIN_SCENARIO);
   const parent = rows.find((r) => r.scenario === PARENT_SCENARIO);
   const childRatio = parent && plain ? parent.p50 / plain.p50 : NaN;
+  const approval = rows.find((r) => r.scenario === APPROVAL_SCENARIO);
   return [
     ...(serial && inline
       ? [`Sandbox cost per 3-step run (about 3 evaluations), 1 client: p50 ${fixed(serial.p50 - inline.p50, 2)} ms (threads − inline)`]
@@ -920,6 +1004,12 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
             verdict(childRatio <= TARGETS.childToPlainRatio),
         ]
       : []),
+    ...(approval
+      ? [
+          `  approval round trip: p99 ≤ ${TARGETS.approvalP99Ms} ms → ${fixed(approval.p99, 2)} ms ` +
+            verdict(approval.p99 <= TARGETS.approvalP99Ms && approval.errors === 0),
+        ]
+      : []),
   ];
 }
 
@@ -951,6 +1041,7 @@ const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
   sleep: sleepPhase,
   map: mapPhase,
   child: childPhase,
+  approval: approvalPhase,
 };
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {

@@ -109,6 +109,10 @@ export class RunResponse {
   @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run whose workflow step started this one' })
   parentRunId!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run this one retries (it took over its kept steps)' })
+  retryOf!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run that retries this one (a run is retried once)' })
+  retriedBy!: string | null;
 
   static of(run: Run, withSteps = true): RunResponse {
     return {
@@ -126,6 +130,8 @@ export class RunResponse {
       durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
       triggeredBy: run.triggeredBy,
       parentRunId: run.parentRunId,
+      retryOf: run.retryOf,
+      retriedBy: run.retriedBy,
     };
   }
 }

@@ -160,6 +160,8 @@ describe('RunsService', () => {
         triggeredBy: { type: 'user', id: 'user-7' },
         parentRunId: null,
         depth: 0,
+        retryOf: null,
+        retriedBy: null,
         createdAt: expect.any(Date),
         startedAt: null,
         finishedAt: null,

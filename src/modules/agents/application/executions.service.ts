@@ -103,7 +103,7 @@ export class ExecutionsService {
     // Guarded on it not being retried yet: of two retries at once, the second waits for the first to commit, then fails here.
     if (!(await this.executions.markRetried(organizationId, old.id, enqueued.submitted.record.id))) {
       assertRetryable((await this.executions.find(organizationId, agentId, id)) ?? old);
-      throw executionNotFound();
+      throw executionNotFound(); // deleted meanwhile, with its agent
     }
     return enqueued;
   }

@@ -155,7 +155,7 @@ export class RunsService implements ChildRuns {
     // Guarded on it not being retried yet: of two retries at once, the second waits for the first to commit, then fails here.
     if (!(await this.runs.markRetried(organizationId, old.id, submitted.record.id))) {
       assertRetryable((await this.runs.find(organizationId, workflowId, id)) ?? old, request.fromStep);
-      throw runNotFound();
+      throw runNotFound(); // deleted meanwhile, with its workflow
     }
     return submitted;
   }

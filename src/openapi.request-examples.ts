@@ -75,6 +75,7 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
     output: "{ 'message': steps.greet.output }",
   },
   'POST /api/workflows/{id}/run': { input: { name: 'Ada' } },
+  'POST /api/workflows/{id}/runs/{runId}/retry': { fromStep: 'greet', version: 'latest' },
   'POST /api/workflows/{id}/schedules': { cron: '30 2 * * *', timezone: 'Europe/Berlin', input: { name: 'Ada' } },
   'PATCH /api/workflows/{id}/schedules/{sid}': { cron: '0 9 * * 1-5', enabled: false },
   'POST /api/workflows/{id}/triggers': {

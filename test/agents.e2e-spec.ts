@@ -221,6 +221,8 @@ describe('agents', () => {
         finishedAt: expect.any(String),
         durationMs: expect.any(Number),
         triggeredBy: { type: 'user', id: org.member.id },
+        retryOf: null,
+        retriedBy: null,
       });
       const stored = await t.http().get(`/api/agents/${upper}/history/${res.body.id}`).set(bearer(org.viewer));
       expect(stored.body).toEqual(res.body);

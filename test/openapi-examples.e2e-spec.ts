@@ -207,6 +207,8 @@ describe('the request body examples of the OpenAPI document', () => {
     const run = await send('POST /api/workflows/{id}/run', `/api/workflows/${workflow.id}/run`, admin);
     expect(run).toMatchObject({ status: 'succeeded', output: { message: 'hello ADA' } });
     await send('PUT /api/workflows/{id}', `/api/workflows/${workflow.id}`, admin);
+    const retry = await send('POST /api/workflows/{id}/runs/{runId}/retry', `/api/workflows/${workflow.id}/runs/${run.id}/retry`, admin);
+    expect(retry).toMatchObject({ status: 'succeeded', retryOf: run.id, output: { message: 'HELLO ADA!' } });
     const schedule = await send('POST /api/workflows/{id}/schedules', `/api/workflows/${workflow.id}/schedules`, admin);
     await send('PATCH /api/workflows/{id}/schedules/{sid}', `/api/workflows/${workflow.id}/schedules/${schedule.id}`, admin);
     const trigger = await send('POST /api/workflows/{id}/triggers', `/api/workflows/${workflow.id}/triggers`, admin);

@@ -55,6 +55,7 @@ const WRITTEN_FOR = [
   '1795753813667-Trial',
   '1795760000000-CrossListIndexes',
   '1795770000000-WorkflowWaits',
+  '1795780000000-RunRetries',
   '1795783000000-WorkflowApprovals',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
@@ -347,6 +348,15 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       expect(done.body).toMatchObject({ id: fixture.ids.upperExecution, status: 'succeeded', input: { text: 'hi' }, output: 'HI' });
       const failed = await get(`/api/agents/${fixture.ids.httpAgent}/history/${fixture.ids.failedExecution}`);
       expect(failed.body).toMatchObject({ status: 'failed', error: { code: 'UPSTREAM_ERROR', message: 'Agent answered 500' } });
+      // An execution from before retries is retried with its stored input.
+      const retried = await t
+        .http()
+        .post(`/api/agents/${fixture.ids.httpAgent}/history/${fixture.ids.failedExecution}/retry?wait=20`)
+        .set(bearer({ token }));
+      expect(retried.body).toMatchObject({ status: 'succeeded', output: { echo: { ping: 1 } }, retryOf: fixture.ids.failedExecution });
+      expect((await get(`/api/agents/${fixture.ids.httpAgent}/history/${fixture.ids.failedExecution}`)).body.retriedBy).toBe(
+        retried.body.id,
+      );
       const again = await t
         .http()
         .post(`/api/agents/${fixture.ids.upperAgent}/execute`)
@@ -367,6 +377,14 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       expect(run.body.steps).toEqual([
         expect.objectContaining({ id: 'upper', status: 'succeeded', output: 'YO', resumeAt: null, reason: null, childRunId: null }),
       ]);
+      expect(run.body).toMatchObject({ parentRunId: null, retryOf: null, retriedBy: null });
+      // A run from before retries is retried from its step, on its own version.
+      const retried = await t
+        .http()
+        .post(`/api/workflows/${fixture.ids.workflow}/runs/${fixture.ids.run}/retry?wait=20`)
+        .set(bearer({ token }))
+        .send({ fromStep: 'upper' });
+      expect(retried.body).toMatchObject({ status: 'succeeded', workflowVersion: 1, output: { upper: 'YO' }, retryOf: fixture.ids.run });
     });
 
     it('keeps the license and the SAML settings', async () => {

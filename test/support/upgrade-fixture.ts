@@ -228,6 +228,9 @@ export async function upgradeFixture(input: FixtureInput) {
         attempts: 1,
         job_id: id(),
         triggered_by: by,
+        // Executions from before retries neither retry nor were retried.
+        retry_of: null,
+        retried_by: null,
         created_at: at(300 - i * 10),
         started_at: at(299 - i * 10),
         finished_at: at(298 - i * 10),
@@ -295,6 +298,9 @@ export async function upgradeFixture(input: FixtureInput) {
           // Runs from before child runs: started by no parent, at the top.
           parent_run_id: null,
           depth: 0,
+          // Runs from before retries neither retry nor were retried.
+          retry_of: null,
+          retried_by: null,
           created_at: at(281),
           started_at: at(280),
           finished_at: at(277),

@@ -18,6 +18,9 @@ export class ExecutionResponse {
   @ApiProperty({ type: String, nullable: true }) finishedAt!: string | null;
   @ApiProperty({ type: Number, nullable: true }) durationMs!: number | null;
   @ApiProperty({ type: TriggeredByResponse }) triggeredBy!: TriggeredByResponse;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The execution this one retries' }) retryOf!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The execution that retries this one (retried once)' })
+  retriedBy!: string | null;
 
   static of(e: Execution): ExecutionResponse {
     return {
@@ -33,6 +36,8 @@ export class ExecutionResponse {
       finishedAt: e.finishedAt?.toISOString() ?? null,
       durationMs: durationMs(e),
       triggeredBy: e.triggeredBy,
+      retryOf: e.retryOf,
+      retriedBy: e.retriedBy,
     };
   }
 }

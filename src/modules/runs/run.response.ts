@@ -139,6 +139,10 @@ export class RunResponse {
     description: 'A waiting run read with its steps (one run, a workflow.run.waiting event): the steps that wait and for what',
   })
   waitingSteps?: WaitingStepResponse[];
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run this one retries (it took over its kept steps)' })
+  retryOf!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run that retries this one (a run is retried once)' })
+  retriedBy!: string | null;
 
   static of(run: Run, withSteps = true): RunResponse {
     const waiting = run.status === 'waiting' ? run.steps.filter((s) => s.status === 'waiting') : [];
@@ -160,6 +164,8 @@ export class RunResponse {
       ...(waiting.length
         ? { waitingSteps: waiting.map((s) => ({ id: s.id, resumeAt: s.resumeAt?.toISOString() ?? null, waitingFor: s.waitingFor })) }
         : {}),
+      retryOf: run.retryOf,
+      retriedBy: run.retriedBy,
     };
   }
 }

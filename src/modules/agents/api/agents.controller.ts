@@ -178,4 +178,34 @@ export class AgentsController {
   ): Promise<ExecutionResponse> {
     return ExecutionResponse.of(await this.executions.cancel(caller, id, executionId));
   }
+
+  @Post(':id/history/:executionId/retry')
+  @RequiresScope('agents:execute')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Retry a finished execution that did not succeed: a new execution of the agent with its input; answered like execute (200, or 202 with a Location)',
+  })
+  @ApiOkResponse({ type: ExecutionResponse })
+  @ApiAcceptedResponse({ type: ExecutionResponse })
+  @ApiErrors(
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'EXECUTION_NOT_FOUND',
+    'EXECUTION_NOT_FINISHED',
+    'EXECUTION_ALREADY_RETRIED',
+    'NOTHING_TO_RETRY',
+  )
+  async retry(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('executionId', UuidParam) executionId: string,
+    @Query() query: ExecuteQuery,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ExecutionResponse> {
+    const execution = await this.executions.retry(caller, id, executionId, { waitSeconds: query.wait, triggeredBy: triggerOf(caller) });
+    if (!isFinished(execution)) res.status(202).location(`/api/agents/${id}/history/${execution.id}`);
+    return ExecutionResponse.of(execution);
+  }
 }

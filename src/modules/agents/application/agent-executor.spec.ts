@@ -128,6 +128,8 @@ function setup(limits: { maxAttempts?: number; timeoutMs?: number } = {}) {
       attempts: attempt - 1,
       jobId,
       triggeredBy: { type: 'user', id: 'u1' },
+      retryOf: null,
+      retriedBy: null,
       createdAt: new Date(),
       startedAt: null,
       finishedAt: null,

@@ -54,6 +54,8 @@ export class AgentSteps {
       attempts: 1,
       jobId: null,
       triggeredBy: { type: 'workflow_run', id: step.runId },
+      retryOf: null,
+      retriedBy: null,
       createdAt: new Date(),
       startedAt: new Date(),
       finishedAt: null,

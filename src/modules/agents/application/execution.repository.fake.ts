@@ -26,6 +26,13 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
     this.executions.set(execution.id, { ...execution });
   }
 
+  async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {
+    const found = this.executions.get(id);
+    if (!found || found.organizationId !== organizationId || !isFinished(found) || found.retriedBy) return false;
+    found.retriedBy = retryId;
+    return true;
+  }
+
   async find(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
     const found = this.executions.get(id);
     return found && found.organizationId === organizationId && found.agentId === agentId ? { ...found } : null;

@@ -144,6 +144,8 @@ describe('ExecutionsService', () => {
           attempts: 0,
           jobId: expect.stringMatching(UUID),
           triggeredBy: { type: 'user', id: 'u1' },
+          retryOf: null,
+          retriedBy: null,
           createdAt: expect.any(Date),
           startedAt: null,
           finishedAt: null,

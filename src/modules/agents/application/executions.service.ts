@@ -7,7 +7,7 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { Execution, HistoryFilter, Trigger } from '../domain/execution';
+import { assertRetryable, Execution, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
 import { AgentsService } from './agents.service';
 import { ExecutionJobs, jobOptions } from './execution-jobs';
@@ -19,6 +19,8 @@ export interface ExecuteRequest {
   waitSeconds: number;
   idempotencyKey?: string;
   triggeredBy: Trigger;
+  /** The execution this one retries. */
+  retryOf?: string;
 }
 
 export function executionNotFound(): DomainError {
@@ -72,6 +74,40 @@ export class ExecutionsService {
     return canceled;
   }
 
+  /**
+   * A new execution of the agent with a finished execution's input (`retryOf` on it, `retriedBy`
+   * on the old one), waited for up to `waitSeconds`; the agent as it is now runs it.
+   */
+  async retry(
+    caller: Principal,
+    agentId: string,
+    id: string,
+    request: Pick<ExecuteRequest, 'waitSeconds' | 'triggeredBy'>,
+  ): Promise<Execution> {
+    const { submitted, kind } = await this.enqueueRetry(caller.organizationId, agentId, id, request.triggeredBy);
+    return this.jobs.settle(submitted, { kind }, request.waitSeconds);
+  }
+
+  /** The retry, its job and the old execution's `retriedBy` commit together, or not at all. */
+  @Transactional()
+  private async enqueueRetry(
+    organizationId: string,
+    agentId: string,
+    id: string,
+    triggeredBy: Trigger,
+  ): Promise<{ submitted: Submitted<Execution>; kind: string }> {
+    const old = await this.executions.find(organizationId, agentId, id);
+    if (!old) throw executionNotFound();
+    assertRetryable(old);
+    const enqueued = await this.enqueue(organizationId, { agentId, input: old.input, waitSeconds: 0, triggeredBy, retryOf: old.id });
+    // Guarded on it not being retried yet: of two retries at once, the second waits for the first to commit, then fails here.
+    if (!(await this.executions.markRetried(organizationId, old.id, enqueued.submitted.record.id))) {
+      assertRetryable((await this.executions.find(organizationId, agentId, id)) ?? old);
+      throw executionNotFound(); // deleted meanwhile, with its agent
+    }
+    return enqueued;
+  }
+
   @Transactional()
   private async enqueue(organizationId: string, request: ExecuteRequest): Promise<{ submitted: Submitted<Execution>; kind: string }> {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
@@ -90,6 +126,8 @@ export class ExecutionsService {
         attempts: 0,
         jobId: randomUUID(),
         triggeredBy: request.triggeredBy,
+        retryOf: request.retryOf ?? null,
+        retriedBy: null,
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,

@@ -30,6 +30,11 @@ export interface UnfinishedExecution {
  */
 export abstract class ExecutionRepository {
   abstract insert(execution: Execution): Promise<void>;
+  /**
+   * Marks a finished execution of the organization as retried by `retryId`, unless another
+   * retry marked it first; false when it is not (so of two concurrent retries, one commits).
+   */
+  abstract markRetried(organizationId: string, id: string, retryId: string): Promise<boolean>;
   abstract find(organizationId: string, agentId: string, id: string): Promise<Execution | null>;
   abstract findById(id: string): Promise<Execution | null>;
   /** The organization's executions (one agent's with `filter.agentId`), newest first. */

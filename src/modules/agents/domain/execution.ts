@@ -1,3 +1,4 @@
+import { DomainError } from '../../../shared/errors/domain-error';
 import { Failure } from '../../../shared/jobs/outcome';
 
 /** Where an execution is: `waiting` for its next attempt (no worker holds it); the last four are final. */
@@ -22,6 +23,10 @@ export interface Execution {
   attempts: number;
   jobId: string | null;
   triggeredBy: Trigger;
+  /** The execution this one retries. */
+  retryOf: string | null;
+  /** The execution that retries this one; an execution is retried at most once. */
+  retriedBy: string | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -40,4 +45,21 @@ export interface HistoryFilter {
   since?: Date;
   /** One agent's executions; unset: every agent's of the organization. */
   agentId?: string;
+}
+
+/**
+ * Refuses a retry of an execution that goes on (EXECUTION_NOT_FINISHED), that was retried
+ * before (EXECUTION_ALREADY_RETRIED, naming the retry: the caller retries that one instead), or
+ * that succeeded (NOTHING_TO_RETRY: execute the agent again for another result).
+ */
+export function assertRetryable(execution: Pick<Execution, 'status' | 'retriedBy'>): void {
+  if (!isFinished(execution))
+    throw new DomainError('EXECUTION_NOT_FINISHED', `The execution is ${execution.status}: retry it once it has finished`);
+  if (execution.retriedBy)
+    throw new DomainError(
+      'EXECUTION_ALREADY_RETRIED',
+      `The execution was retried already, by execution ${execution.retriedBy}: retry that execution instead`,
+    );
+  if (execution.status === 'succeeded')
+    throw new DomainError('NOTHING_TO_RETRY', 'The execution succeeded: execute the agent for another result');
 }

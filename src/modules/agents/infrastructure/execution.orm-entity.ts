@@ -21,6 +21,10 @@ export class ExecutionRow {
   /** The queue job currently carrying this execution; the reconciler checks it is alive. */
   @Column('uuid', { name: 'job_id', nullable: true }) jobId!: string | null;
   @Column('jsonb', { name: 'triggered_by' }) triggeredBy!: { type: string; id: string };
+  /** The execution this one retries. */
+  @Column('uuid', { name: 'retry_of', nullable: true }) retryOf!: string | null;
+  /** The execution that retries this one (set once: a second retry is refused). */
+  @Column('uuid', { name: 'retried_by', nullable: true }) retriedBy!: string | null;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;

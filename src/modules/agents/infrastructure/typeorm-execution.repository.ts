@@ -20,6 +20,8 @@ interface RawExecution {
   attempts: number;
   job_id: string | null;
   triggered_by: Trigger;
+  retry_of: string | null;
+  retried_by: string | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -37,10 +39,19 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
 
   async insert(e: Execution): Promise<void> {
     await this.txHost.tx.query(
-      `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at)
-       VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8)`,
-      [e.id, e.organizationId, e.agentId, e.status, json(e.input), e.jobId, json(e.triggeredBy), e.createdAt],
+      `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at, retry_of)
+       VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8, $9)`,
+      [e.id, e.organizationId, e.agentId, e.status, json(e.input), e.jobId, json(e.triggeredBy), e.createdAt, e.retryOf],
     );
+  }
+
+  async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {
+    const rows = await this.returning<{ id: string }>(
+      `UPDATE agent_executions SET retried_by = $3
+       WHERE organization_id = $1 AND id = $2 AND retried_by IS NULL AND NOT ${UNFINISHED_SQL} RETURNING id`,
+      [organizationId, id, retryId],
+    );
+    return rows.length > 0;
   }
 
   async find(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
@@ -194,6 +205,8 @@ function toExecution(row: RawExecution): Execution {
     attempts: row.attempts,
     jobId: row.job_id,
     triggeredBy: row.triggered_by,
+    retryOf: row.retry_of,
+    retriedBy: row.retried_by,
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,

@@ -12,10 +12,10 @@ import { RunsService } from '../application/runs.service';
 import { WaitsService } from '../application/waits.service';
 import { CompletedStepResponse, CompleteStepBody } from './wait.dto';
 import { isRunFinished } from '../domain/run';
-import { RunHistoryQuery, RunPageResponse } from './run.dto';
+import { RetryRunRequest, RunHistoryQuery, RunPageResponse } from './run.dto';
 import { RunItemPageResponse, RunItemResponse, RunResponse, RunWithStepsResponse } from '../run.response';
 
-/** A workflow's runs: start one, its history, one run with its steps (and a map's items), answer a waiting step, cancel. */
+/** A workflow's runs: start one, its history, one run with its steps (and a map's items), answer a waiting step, cancel, retry. */
 @ApiTags('workflows')
 @ApiBearerAuth()
 @Controller('api/workflows')
@@ -137,5 +137,43 @@ export class WorkflowRunsController {
     @Param('runId', UuidParam) runId: string,
   ): Promise<RunWithStepsResponse> {
     return RunWithStepsResponse.of(await this.runs.cancel(caller, id, runId));
+  }
+
+  @Post(':id/runs/:runId/retry')
+  @RequiresScope('workflows:run')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      "Retry a finished run: a new run with its input that keeps the old run's succeeded steps not downstream of `fromStep` " +
+      '(default: of the steps that did not succeed) and runs the rest; answered like a run (200, or 202 with a Location)',
+  })
+  @ApiOkResponse({ type: RunWithStepsResponse })
+  @ApiAcceptedResponse({ type: RunWithStepsResponse })
+  @ApiErrors(
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'RUN_NOT_FOUND',
+    'WORKFLOW_NOT_FOUND',
+    'RUN_NOT_FINISHED',
+    'RUN_ALREADY_RETRIED',
+    'NOTHING_TO_RETRY',
+  )
+  async retry(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+    @Query() query: ExecuteQuery,
+    @Body() body: RetryRunRequest,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<RunWithStepsResponse> {
+    const run = await this.runs.retry(caller, id, runId, {
+      fromStep: body.fromStep,
+      version: body.version ?? 'same',
+      waitSeconds: query.wait,
+      triggeredBy: triggerOf(caller),
+    });
+    if (!isRunFinished(run)) res.status(202).location(`/api/workflows/${id}/runs/${run.id}`);
+    return RunWithStepsResponse.of(run);
   }
 }

@@ -156,6 +156,8 @@ describe('RunEngine', () => {
       triggeredBy: { type: 'user', id: 'user-1' },
       parentRunId: null,
       depth: 0,
+      retryOf: null,
+      retriedBy: null,
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,

@@ -11,6 +11,7 @@ import { InMemoryRunRepository } from '../domain/run.repository.fake';
 import { InMemoryWorkflowRepository } from '../../workflows/domain/workflow.repository.fake';
 import { RunJobs } from './run-jobs';
 import { RunsService } from './runs.service';
+import { StepKinds } from './steps/step-kinds';
 import { WorkflowsService } from '../../workflows/application/workflows.service';
 
 const transactions = inlineTransactions();
@@ -74,7 +75,8 @@ describe('RunsService', () => {
     jobs = new RecordingRunJobs(runs);
     // Only `get` of WorkflowsService is used here: it reads the repository; its other collaborators are not.
     const workflows = new WorkflowsService(workflowRows, {} as never, {} as never, {} as never, {} as never, {} as never, {} as never);
-    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs);
+    // No step kinds: only retries read them (test/workflow-retry.e2e-spec.ts).
+    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs, { all: [] } as unknown as StepKinds);
   });
 
   function workflow(definition: Partial<WorkflowDefinition> = {}, organizationId = ORG): Workflow {
@@ -115,6 +117,8 @@ describe('RunsService', () => {
       triggeredBy: { type: 'user', id: 'user-1' },
       parentRunId: null,
       depth: 0,
+      retryOf: null,
+      retriedBy: null,
       createdAt,
       startedAt: status === 'queued' ? null : createdAt,
       finishedAt: isRunFinished({ status }) ? new Date() : null,
@@ -156,6 +160,8 @@ describe('RunsService', () => {
         triggeredBy: { type: 'user', id: 'user-7' },
         parentRunId: null,
         depth: 0,
+        retryOf: null,
+        retriedBy: null,
         createdAt: expect.any(Date),
         startedAt: null,
         finishedAt: null,

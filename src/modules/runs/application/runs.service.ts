@@ -7,11 +7,13 @@ import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED, Failure } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
-import { recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
-import { pendingStep, Run, RunItem } from '../domain/run';
+import { effectiveNeeds, kindOf, recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
+import { assertRetryable, keptSteps, RetryGraph } from '../domain/retry';
+import { pendingStep, Run, RunItem, StepRun } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
+import { StepKinds } from './steps/step-kinds';
 import { ChildRuns } from './steps/workflow.step';
 import { workflowNotFound, WorkflowsService } from '../../workflows/application/workflows.service';
 
@@ -28,6 +30,18 @@ export interface RunRequest {
   runId?: string;
   /** The run whose workflow step starts this one, and its depth. */
   parent?: { runId: string; depth: number };
+  /** The run this one retries, and the step records it takes over from it by id (the others start pending). */
+  retry?: { of: string; kept: ReadonlyMap<string, StepRun> };
+}
+
+export interface RetryRequest {
+  /** The step to run again, with everything downstream of it; unset: the steps that did not succeed. */
+  fromStep?: string;
+  /** The old run's version, or the workflow's current one. */
+  version: 'same' | 'latest';
+  /** Seconds to wait for the final status; 0 answers at once. */
+  waitSeconds: number;
+  triggeredBy: Run['triggeredBy'];
 }
 
 export function runNotFound(): DomainError {
@@ -48,6 +62,7 @@ export class RunsService implements ChildRuns {
     private readonly workflowRows: WorkflowRepository,
     private readonly runs: RunRepository,
     private readonly jobs: RunJobs,
+    private readonly kinds: StepKinds,
   ) {}
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
@@ -107,6 +122,53 @@ export class RunsService implements ChildRuns {
     return canceled;
   }
 
+  /**
+   * A new run of a finished run's workflow with its input (`retryOf` on it, `retriedBy` on the
+   * old one), which takes over the steps `keptSteps` keeps and runs the rest; waited for up to
+   * `waitSeconds`.
+   */
+  async retry(caller: Principal, workflowId: string, id: string, request: RetryRequest): Promise<Run> {
+    return this.settle(await this.enqueueRetry(caller.organizationId, workflowId, id, request), request.waitSeconds);
+  }
+
+  /** The retry, its kept steps, its job and the old run's `retriedBy` commit together, or not at all. */
+  @Transactional()
+  private async enqueueRetry(organizationId: string, workflowId: string, id: string, request: RetryRequest): Promise<Submitted<Run>> {
+    const old = await this.runs.find(organizationId, workflowId, id);
+    if (!old) throw runNotFound();
+    assertRetryable(old, request.fromStep);
+    const current = await this.workflows.get(organizationId, workflowId);
+    const version = request.version === 'latest' ? current.version : old.workflowVersion;
+    const { definition } = await this.pinned(workflowId, version);
+    if (request.fromStep !== undefined && !definition.steps.some((s) => s.id === request.fromStep)) {
+      throw new DomainError('VALIDATION_FAILED', `Version ${version} of the workflow has no step '${request.fromStep}'`, [
+        { path: 'fromStep', message: `fromStep '${request.fromStep}' is not a step of version ${version}` },
+      ]);
+    }
+    const submitted = await this.enqueue(organizationId, {
+      workflowId,
+      input: old.input,
+      version,
+      triggeredBy: request.triggeredBy,
+      retry: { of: old.id, kept: keptSteps(this.retryGraph(definition), old.steps, request.fromStep) },
+    });
+    // Guarded on it not being retried yet: of two retries at once, the second waits for the first to commit, then fails here.
+    if (!(await this.runs.markRetried(organizationId, old.id, submitted.record.id))) {
+      assertRetryable((await this.runs.find(organizationId, workflowId, id)) ?? old, request.fromStep);
+      throw runNotFound(); // deleted meanwhile, with its workflow
+    }
+    return submitted;
+  }
+
+  private retryGraph(definition: WorkflowDefinition): RetryGraph {
+    const kinds = this.kinds.all;
+    return {
+      order: definition.steps.map((s) => s.id),
+      needs: effectiveNeeds(definition.steps, kinds),
+      branches: new Map(definition.steps.map((s) => [s.id, kindOf(s, kinds)?.decides?.(s) ?? []])),
+    };
+  }
+
   /** After the transaction of an `enqueue` committed: counted, its worker woken, waited for up to `waitSeconds`. */
   settle(submitted: Submitted<Run>, waitSeconds: number): Promise<Run> {
     return this.jobs.settle(submitted, {}, waitSeconds);
@@ -150,10 +212,12 @@ export class RunsService implements ChildRuns {
         triggeredBy: request.triggeredBy,
         parentRunId: request.parent?.runId ?? null,
         depth: request.parent ? request.parent.depth + 1 : 0,
+        retryOf: request.retry?.of ?? null,
+        retriedBy: null,
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
-        steps: recordedSteps(definition).map((s) => pendingStep(s.id)),
+        steps: recordedSteps(definition).map((s) => request.retry?.kept.get(s.id) ?? pendingStep(s.id)),
       },
       sendOptions: runJobOptions({ timeoutMs }),
       idempotency: request.idempotencyKey

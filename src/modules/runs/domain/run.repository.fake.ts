@@ -35,6 +35,13 @@ export class InMemoryRunRepository extends RunRepository {
     this.runs.push(run);
   }
 
+  async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {
+    const run = this.runs.find((r) => r.organizationId === organizationId && r.id === id);
+    if (!run || !isRunFinished(run) || run.retriedBy) return false;
+    run.retriedBy = retryId;
+    return true;
+  }
+
   async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
     return this.runs.find((r) => r.organizationId === organizationId && r.workflowId === workflowId && r.id === id) ?? null;
   }

@@ -58,8 +58,13 @@ export interface HistoryFilter {
  * never turns `succeeded`, and a late worker cannot undo a recorded step.
  */
 export abstract class RunRepository {
-  /** The run and its steps, all `pending`. */
+  /** The run and its steps: `pending`, or as recorded (the steps a retry keeps). */
   abstract insert(run: Run): Promise<void>;
+  /**
+   * Marks a finished run of the organization as retried by `retryId`, unless another retry
+   * marked it first; false when it is not (so of two concurrent retries, one commits).
+   */
+  abstract markRetried(organizationId: string, id: string, retryId: string): Promise<boolean>;
   abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
   abstract findById(id: string): Promise<Run | null>;
   /** The organization's runs (one workflow's with `filter.workflowId`), newest first, without steps. */

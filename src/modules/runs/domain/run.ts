@@ -66,6 +66,10 @@ export interface Run {
   parentRunId: string | null;
   /** 0, or its parent's + 1. */
   depth: number;
+  /** The run this one retries (it took over that run's kept steps). */
+  retryOf: string | null;
+  /** The run that retries this one; a run is retried at most once. */
+  retriedBy: string | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;

@@ -28,6 +28,10 @@ export class RunRow {
   @Column('uuid', { name: 'parent_run_id', nullable: true }) parentRunId!: string | null;
   /** 0 for a run started otherwise; its parent's + 1 for a child. */
   @Column('integer', { default: 0 }) depth!: number;
+  /** The run this one retries. */
+  @Column('uuid', { name: 'retry_of', nullable: true }) retryOf!: string | null;
+  /** The run that retries this one (set once: a second retry is refused). */
+  @Column('uuid', { name: 'retried_by', nullable: true }) retriedBy!: string | null;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;

@@ -25,6 +25,8 @@ interface RawRun {
   triggered_by: Run['triggeredBy'];
   parent_run_id: string | null;
   depth: number;
+  retry_of: string | null;
+  retried_by: string | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -82,13 +84,18 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async insert(run: Run): Promise<void> {
-    // One statement for the run and its steps: one round trip for every run started.
+    // One statement for the run and its steps: one round trip for every run started. Steps are
+    // pending unless recorded already (those a retry keeps, taken over as they were).
     await this.query(
       `WITH run AS (
-         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth)
-         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13) RETURNING id)
-       INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts)
-       SELECT run.id, step_id, position - 1, 'pending', 0 FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)`,
+         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth, retry_of)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13, $14) RETURNING id)
+       INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts, input, output, error, execution_id, reason, child_run_id, started_at, finished_at)
+       SELECT run.id, s.step_id, s.position - 1, COALESCE(k.status, 'pending'), COALESCE(k.attempts, 0), k.input, k.output,
+              NULLIF(k.error, 'null'::jsonb), k.execution_id, k.reason, k.child_run_id, k.started_at, k.finished_at
+       FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)
+       LEFT JOIN jsonb_to_recordset($15::jsonb) AS k(step_id text, status text, attempts int, input jsonb, output jsonb, error jsonb,
+         execution_id uuid, reason text, child_run_id uuid, started_at timestamptz, finished_at timestamptz) ON k.step_id = s.step_id`,
       [
         run.id,
         run.organizationId,
@@ -103,8 +110,37 @@ export class TypeOrmRunRepository extends RunRepository {
         run.steps.map((s) => s.id),
         run.parentRunId,
         run.depth,
+        run.retryOf,
+        JSON.stringify(
+          run.steps
+            .filter((s) => s.status !== 'pending')
+            .map((s) => ({
+              step_id: s.id,
+              status: s.status,
+              attempts: s.attempts,
+              input: s.input,
+              output: s.output,
+              error: s.error,
+              execution_id: s.executionId,
+              reason: s.reason,
+              child_run_id: s.childRunId,
+              started_at: s.startedAt,
+              finished_at: s.finishedAt,
+            })),
+        ),
       ],
     );
+  }
+
+  async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {
+    const rows = await this.query<{ id: string }>(
+      `WITH marked AS (
+         UPDATE workflow_runs SET retried_by = $3
+         WHERE organization_id = $1 AND id = $2 AND retried_by IS NULL AND NOT ${UNFINISHED} RETURNING id
+       ) SELECT * FROM marked`,
+      [organizationId, id, retryId],
+    );
+    return rows.length > 0;
   }
 
   async find(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
@@ -449,6 +485,8 @@ function toRun(row: RawRun, steps: StepRun[]): Run {
     triggeredBy: row.triggered_by,
     parentRunId: row.parent_run_id,
     depth: row.depth,
+    retryOf: row.retry_of,
+    retriedBy: row.retried_by,
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,

@@ -24,6 +24,12 @@ const output = {
   links: { type: 'object', properties: { self: { type: 'string' } }, required: ['self'] },
 };
 
+/** What a retry links: the record it retries, and the one that retries it (set later, so null in events of its end). */
+const retries = {
+  retryOf: { type: ['string', 'null'], format: 'uuid' },
+  retriedBy: { type: ['string', 'null'], format: 'uuid' },
+};
+
 const execution = {
   type: 'object',
   properties: {
@@ -34,6 +40,7 @@ const execution = {
     error: failure,
     attempts: { type: 'integer' },
     triggeredBy: { type: 'object' },
+    ...retries,
     ...timestamps,
     ...output,
   },
@@ -49,6 +56,7 @@ const run = {
     input: {},
     error: failure,
     triggeredBy: { type: 'object' },
+    ...retries,
     ...timestamps,
     ...output,
   },
@@ -92,6 +100,8 @@ export const EVENT_TYPES: readonly EventType[] = [
       error: status === 'succeeded' ? null : { code: status === 'canceled' ? 'CANCELED' : 'UPSTREAM_ERROR', message: '...' },
       attempts: 1,
       triggeredBy: { type: 'user', id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e' },
+      retryOf: null,
+      retriedBy: null,
       createdAt: at,
       startedAt: at,
       finishedAt: at,
@@ -115,6 +125,8 @@ export const EVENT_TYPES: readonly EventType[] = [
       outputTruncated: false,
       error: status === 'succeeded' || status === 'waiting' ? null : { code: 'STEP_FAILED', message: '...' },
       triggeredBy: { type: 'user', id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e' },
+      retryOf: null,
+      retriedBy: null,
       createdAt: at,
       startedAt: at,
       finishedAt: status === 'waiting' ? null : at,

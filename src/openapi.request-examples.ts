@@ -76,6 +76,8 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
   },
   'POST /api/workflows/{id}/run': { input: { name: 'Ada' } },
   'POST /api/workflows/{id}/runs/{runId}/retry': { fromStep: 'greet', version: 'latest' },
+  'POST /api/workflows/{id}/runs/{runId}/steps/{stepId}/complete': { data: { approved: true, comment: 'Within budget' } },
+  'POST /api/events': { name: 'payment.settled', key: 'order-1001', data: { amount: 42, currency: 'EUR' } },
   'POST /api/workflows/{id}/schedules': { cron: '30 2 * * *', timezone: 'Europe/Berlin', input: { name: 'Ada' } },
   'PATCH /api/workflows/{id}/schedules/{sid}': { cron: '0 9 * * 1-5', enabled: false },
   'POST /api/workflows/{id}/triggers': {

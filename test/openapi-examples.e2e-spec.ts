@@ -4,6 +4,7 @@ import { SamlStore } from '../src/modules/auth/domain/saml.store';
 import { REQUEST_EXAMPLES } from '../src/openapi.request-examples';
 import { ERROR_CATALOG, ErrorCode } from '../src/shared/errors/error-catalog';
 import { OutboundHttp } from '../src/shared/outbound/outbound-http';
+import { eventually } from './support/eventually';
 import { bearer, createTestApp, TestApp, TestUser } from './support/test-app';
 
 interface ErrorExample {
@@ -209,6 +210,35 @@ describe('the request body examples of the OpenAPI document', () => {
     await send('PUT /api/workflows/{id}', `/api/workflows/${workflow.id}`, admin);
     const retry = await send('POST /api/workflows/{id}/runs/{runId}/retry', `/api/workflows/${workflow.id}/runs/${run.id}/retry`, admin);
     expect(retry).toMatchObject({ status: 'succeeded', retryOf: run.id, output: { message: 'HELLO ADA!' } });
+    // A run of another workflow waits for its approval (the example answers it) and for an event (the example sends it).
+    const signOff = await t
+      .http()
+      .post('/api/workflows')
+      .set(bearer(admin))
+      .send({
+        name: 'sign-off',
+        steps: [
+          { id: 'approve', wait: { for: 'approval', schema: { type: 'object', required: ['approved'] } } },
+          { id: 'paid', needs: ['approve'], wait: { for: 'event', event: 'payment.settled', key: "'order-1001'" } },
+        ],
+      });
+    const waiting = await t.http().post(`/api/workflows/${signOff.body.id}/run?wait=0`).set(bearer(admin)).send({});
+    const stepOf = async (id: string) =>
+      (
+        (await t.http().get(`/api/workflows/${signOff.body.id}/runs/${waiting.body.id}`).set(bearer(admin))).body.steps as Array<{
+          id: string;
+          status: string;
+        }>
+      ).find((s) => s.id === id)!.status;
+    await eventually(async () => (await stepOf('approve')) === 'waiting', { message: 'the approval to wait' });
+    const answer = await send(
+      'POST /api/workflows/{id}/runs/{runId}/steps/{stepId}/complete',
+      `/api/workflows/${signOff.body.id}/runs/${waiting.body.id}/steps/approve/complete`,
+      admin,
+    );
+    expect(answer).toMatchObject({ stepId: 'approve', output: { data: { approved: true } } });
+    await eventually(async () => (await stepOf('paid')) === 'waiting', { message: 'the event to be waited for' });
+    expect(await send('POST /api/events', '/api/events', admin)).toMatchObject({ answered: 1 });
     const schedule = await send('POST /api/workflows/{id}/schedules', `/api/workflows/${workflow.id}/schedules`, admin);
     await send('PATCH /api/workflows/{id}/schedules/{sid}', `/api/workflows/${workflow.id}/schedules/${schedule.id}`, admin);
     const trigger = await send('POST /api/workflows/{id}/triggers', `/api/workflows/${workflow.id}/triggers`, admin);

@@ -68,8 +68,14 @@ describe('workflow approvals and events', () => {
       { timeoutMs: 15_000, intervalMs: 25, message: () => `${what} (last seen ${JSON.stringify(last)})` },
     );
   };
+  /** The run once it let go of its worker with the step waiting. */
   const waiting = (workflowId: string, runId: string, stepId: string) =>
-    until(workflowId, runId, `step ${stepId} waiting`, (r) => r.steps.some((s) => s.id === stepId && s.status === 'waiting'));
+    until(
+      workflowId,
+      runId,
+      `step ${stepId} waiting`,
+      (r) => r.status === 'waiting' && r.steps.some((s) => s.id === stepId && s.status === 'waiting'),
+    );
   const settled = (workflowId: string, runId: string) =>
     until(workflowId, runId, 'the run to finish', (r) => !['queued', 'running', 'waiting'].includes(r.status));
   const complete = (as: TestUser, workflowId: string, runId: string, stepId: string, data: unknown) =>

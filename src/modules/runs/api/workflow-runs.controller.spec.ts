@@ -3,6 +3,7 @@ import { caller, controllerHarness, ControllerHarness, ORGANIZATION_ID } from '.
 import { expectError } from '../../../../test/support/envelope';
 import type { Principal } from '../../../shared/auth/principal';
 import { RetryRequest, RunsService } from '../application/runs.service';
+import { WaitsService } from '../application/waits.service';
 import { Run, RunStatus } from '../domain/run';
 import { WorkflowRunsController } from './workflow-runs.controller';
 
@@ -52,7 +53,14 @@ describe('WorkflowRunsController: retry', () => {
 
   beforeAll(async () => {
     runs = new FakeRuns();
-    harness = await controllerHarness([WorkflowRunsController], [{ provide: RunsService, useValue: runs }]);
+    // Answering steps is not what these specs call.
+    harness = await controllerHarness(
+      [WorkflowRunsController],
+      [
+        { provide: RunsService, useValue: runs },
+        { provide: WaitsService, useValue: {} },
+      ],
+    );
   });
   afterAll(() => harness.close());
   beforeEach(() => {

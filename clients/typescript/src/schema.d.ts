@@ -697,6 +697,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/history/{executionId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retry a finished execution that did not succeed: a new execution of the agent with its input; answered like execute (200, or 202 with a Location) */
+        post: operations["AgentsController_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/executions": {
         parameters: {
             query?: never;
@@ -836,6 +853,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{id}/runs/{runId}/steps/{stepId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer a waiting wait step (an approval): checked against the wait's schema and approvers; the step's output is { data, by, at } and the run goes on */
+        post: operations["WorkflowRunsController_complete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}/runs/{runId}/cancel": {
         parameters: {
             query?: never;
@@ -853,6 +887,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{id}/runs/{runId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retry a finished run: a new run with its input that keeps the old run's succeeded steps not downstream of `fromStep` (default: of the steps that did not succeed) and runs the rest; answered like a run (200, or 202 with a Location) */
+        post: operations["WorkflowRunsController_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs": {
         parameters: {
             query?: never;
@@ -862,6 +913,40 @@ export interface paths {
         };
         /** The organization's runs of every workflow, newest first (steps left out; get one run for them) */
         get: operations["RunsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send an event: every wait step of the organization waiting for its name and key takes it and its run goes on; one no wait takes is kept a while (WORKFLOW_EVENT_KEEP_SECONDS) for a wait that begins just after */
+        post: operations["WaitsController_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The approvals waiting on the caller: wait steps it may answer now, oldest first */
+        get: operations["WaitsController_approvals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1285,7 +1370,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "NOT_CANCELABLE" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -1910,6 +1995,16 @@ export interface components {
             finishedAt: string | null;
             durationMs: number | null;
             triggeredBy: components["schemas"]["TriggeredByResponse"];
+            /**
+             * Format: uuid
+             * @description The execution this one retries
+             */
+            retryOf: string | null;
+            /**
+             * Format: uuid
+             * @description The execution that retries this one (retried once)
+             */
+            retriedBy: string | null;
         };
         ExecutionPageResponse: {
             data: components["schemas"]["ExecutionResponse"][];
@@ -2067,6 +2162,28 @@ export interface components {
             data: components["schemas"]["WorkflowVersionResponse"][];
             nextCursor: string | null;
         };
+        WaitingForResponse: {
+            /** @enum {string} */
+            for: "approval" | "event";
+            /** @description The event, for an event wait */
+            event: string | null;
+            /** @description The correlation key its `key` gave, for an event wait */
+            key: string | null;
+            /** @description Who may answer, for an approval */
+            approvers: {
+                roles?: string[];
+                users?: string[];
+            } | null;
+            /** @description When it times out */
+            timeoutAt: string | null;
+        };
+        WaitingStepResponse: {
+            id: string;
+            /** @description When it goes on by itself (a sleep, a timeout) */
+            resumeAt: string | null;
+            /** @description What a wait step waits for */
+            waitingFor: components["schemas"]["WaitingForResponse"] | null;
+        };
         ItemCountsResponse: {
             total: number;
             pending?: number;
@@ -2107,6 +2224,8 @@ export interface components {
              * @description A workflow step's child run
              */
             childRunId: string | null;
+            /** @description What a wait step waits (or, canceled, waited) for */
+            waitingFor: components["schemas"]["WaitingForResponse"] | null;
             /** @description A map step's items by status (one run's read); page them at .../steps/:stepId/items */
             items?: components["schemas"]["ItemCountsResponse"];
             startedAt: string | null;
@@ -2139,6 +2258,18 @@ export interface components {
              * @description The run whose workflow step started this one
              */
             parentRunId: string | null;
+            /** @description A waiting run read with its steps (one run, a workflow.run.waiting event): the steps that wait and for what */
+            waitingSteps?: components["schemas"]["WaitingStepResponse"][];
+            /**
+             * Format: uuid
+             * @description The run this one retries (it took over its kept steps)
+             */
+            retryOf: string | null;
+            /**
+             * Format: uuid
+             * @description The run that retries this one (a run is retried once)
+             */
+            retriedBy: string | null;
             /** @description In definition order */
             steps: components["schemas"]["StepRunResponse"][];
         };
@@ -2171,6 +2302,18 @@ export interface components {
              * @description The run whose workflow step started this one
              */
             parentRunId: string | null;
+            /** @description A waiting run read with its steps (one run, a workflow.run.waiting event): the steps that wait and for what */
+            waitingSteps?: components["schemas"]["WaitingStepResponse"][];
+            /**
+             * Format: uuid
+             * @description The run this one retries (it took over its kept steps)
+             */
+            retryOf: string | null;
+            /**
+             * Format: uuid
+             * @description The run that retries this one (a run is retried once)
+             */
+            retriedBy: string | null;
         };
         RunPageResponse: {
             data: components["schemas"]["RunResponse"][];
@@ -2197,6 +2340,112 @@ export interface components {
         };
         RunItemPageResponse: {
             data: components["schemas"]["RunItemResponse"][];
+            nextCursor: string | null;
+        };
+        CompleteStepBody: {
+            /**
+             * @description The answer; checked against the wait's schema
+             * @example {
+             *       "approved": true
+             *     }
+             */
+            data?: {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
+        };
+        AnsweredByResponse: {
+            /** @enum {string} */
+            type: "user" | "api_key" | "event";
+            /** @description The user or API key */
+            id?: string;
+            email?: string;
+            /** @description The event's name */
+            name?: string;
+        };
+        WaitAnswerResponse: {
+            data: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            by: components["schemas"]["AnsweredByResponse"] | null;
+            /** Format: date-time */
+            at: string;
+        };
+        CompletedStepResponse: {
+            /** Format: uuid */
+            runId: string;
+            stepId: string;
+            /** @description The step's output, taken by the run as it goes on */
+            output: components["schemas"]["WaitAnswerResponse"];
+        };
+        RetryRunRequest: {
+            /**
+             * @description The step to run again, with every step downstream of it; default: the steps that did not succeed (failed, canceled, never run)
+             * @example charge
+             */
+            fromStep?: string;
+            /**
+             * @description `same`: the old run's version; `latest`: the workflow's current one (steps are kept by id, only those in both)
+             * @default same
+             * @enum {string}
+             */
+            version?: "same" | "latest";
+        };
+        WorkflowEventBody: {
+            /**
+             * @description The event name the waits name
+             * @example payment.settled
+             */
+            name: string;
+            /**
+             * @description The correlation key the waits' `key` gave (none: the empty key)
+             * @example order-42
+             */
+            key?: string;
+            /**
+             * @description What the waits' steps take as `data`
+             * @example {
+             *       "amount": 42
+             *     }
+             */
+            data?: {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
+        };
+        EventAcceptedResponse: {
+            name: string;
+            key: string;
+            /** @description The waits it answered */
+            answered: number;
+            /** @description Whether it was kept for a wait that begins soon (no wait took it) */
+            kept: boolean;
+        };
+        ApproversResponse: {
+            roles?: ("admin" | "member")[];
+            /** @description User ids or emails */
+            users?: string[];
+        };
+        ApprovalResponse: {
+            /** Format: uuid */
+            workflowId: string;
+            /** Format: uuid */
+            runId: string;
+            stepId: string;
+            /** @description The JSON Schema of the answer */
+            schema: {
+                [key: string]: unknown;
+            } | null;
+            approvers: components["schemas"]["ApproversResponse"];
+            /** @description Whether whoever started the run may answer */
+            selfApproval: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            timeoutAt: string | null;
+            /** @description Where to answer it (POST) */
+            completeUrl: string;
+        };
+        ApprovalPageResponse: {
+            data: components["schemas"]["ApprovalResponse"][];
             nextCursor: string | null;
         };
         CreateScheduleRequest: {
@@ -7553,6 +7802,111 @@ export interface operations {
             };
         };
     };
+    AgentsController_retry: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for the result; 0 answers 202 at once */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionResponse"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code EXECUTION_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code EXECUTION_NOT_FINISHED | EXECUTION_ALREADY_RETRIED | NOTHING_TO_RETRY */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     ExecutionsController_list: {
         parameters: {
             query?: {
@@ -8506,6 +8860,113 @@ export interface operations {
             };
         };
     };
+    WorkflowRunsController_complete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                runId: string;
+                stepId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "approved": true,
+                 *         "comment": "Within budget"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompleteStepBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletedStepResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RUN_NOT_FOUND | STEP_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code STEP_NOT_WAITING */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     WorkflowRunsController_cancel: {
         parameters: {
             query?: never;
@@ -8600,6 +9061,121 @@ export interface operations {
             };
         };
     };
+    WorkflowRunsController_retry: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for the result; 0 answers 202 at once */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "fromStep": "greet",
+                 *       "version": "latest"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RetryRunRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunWithStepsResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RUN_NOT_FOUND | WORKFLOW_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RUN_NOT_FINISHED | RUN_ALREADY_RETRIED | NOTHING_TO_RETRY */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     RunsController_list: {
         parameters: {
             query?: {
@@ -8624,6 +9200,163 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WaitsController_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "payment.settled",
+                 *       "key": "order-1001",
+                 *       "data": {
+                 *         "amount": 42,
+                 *         "currency": "EUR"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkflowEventBody"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAcceptedResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WaitsController_approvals: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+                /** @description Only the approvals still waiting (the one list kept) */
+                status?: "pending";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalPageResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */

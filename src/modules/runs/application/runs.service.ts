@@ -9,7 +9,7 @@ import { assertTenantSchema } from '../../../shared/json-schema/json-schema.vali
 import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { effectiveNeeds, kindOf, recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
 import { assertRetryable, keptSteps, RetryGraph } from '../domain/retry';
-import { pendingStep, Run, RunItem, StepRun } from '../domain/run';
+import { pendingStep, Run, RunItem, runNotFound, StepRun } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
 import { RunJobs, runJobOptions } from './run-jobs';
@@ -42,10 +42,6 @@ export interface RetryRequest {
   /** Seconds to wait for the final status; 0 answers at once. */
   waitSeconds: number;
   triggeredBy: Run['triggeredBy'];
-}
-
-export function runNotFound(): DomainError {
-  return new DomainError('RUN_NOT_FOUND', 'No such run of this workflow');
 }
 
 const PARENT_CANCELED: Failure = { code: 'CANCELED', message: 'The run that started it was canceled' };

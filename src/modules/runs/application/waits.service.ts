@@ -7,12 +7,11 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { Run } from '../domain/run';
+import { Run, runNotFound } from '../domain/run';
 import { RunRepository } from '../domain/run.repository';
 import { answeredBy, isApprover, startedRun, StepWait, WaitAnswer } from '../domain/wait';
 import { WaitRepository } from '../domain/wait.repository';
 import { RunJobs } from './run-jobs';
-import { runNotFound } from './runs.service';
 
 /** An event for the event waits of an organization (`POST /api/events`). */
 export interface WorkflowEvent {

@@ -1,4 +1,5 @@
 import type { Trigger } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
 import { Failure } from '../../../shared/jobs/outcome';
 import type { WaitingFor } from './wait';
 
@@ -93,6 +94,10 @@ export function pendingStep(id: string): StepRun {
     startedAt: null,
     finishedAt: null,
   };
+}
+
+export function runNotFound(): DomainError {
+  return new DomainError('RUN_NOT_FOUND', 'No such run of this workflow');
 }
 
 export function isRunFinished(run: Pick<Run, 'status'>): boolean {

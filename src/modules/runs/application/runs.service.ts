@@ -62,6 +62,11 @@ export class RunsService implements ChildRuns {
     return run;
   }
 
+  /** For a live stream of run `id`: `check` again whenever it changed, in any process (see `DurableJobKind.watch`). */
+  watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+    return this.jobs.watch(id, timeoutMs, check);
+  }
+
   /** One workflow's runs; WORKFLOW_NOT_FOUND unless it ever existed in the caller's organization. */
   async history(caller: Principal, workflowId: string, page: PageRequest, filter: Omit<HistoryFilter, 'workflowId'>): Promise<Page<Run>> {
     if (!(await this.workflowRows.existed(caller.organizationId, workflowId))) throw workflowNotFound();

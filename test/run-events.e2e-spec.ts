@@ -1,39 +1,13 @@
-import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Response } from 'supertest';
 import { install, registerAgent } from './support/agents';
 import { expectError } from './support/envelope';
 import { eventually } from './support/eventually';
-import { EventStream, openEventStream, StreamEvent } from './support/event-stream';
-import { sendJson, startLoopbackServer, LoopbackServer } from './support/loopback-server';
+import { EventStream, openEventStream, transition } from './support/event-stream';
+import { GatedAgent, startGatedAgent } from './support/gated-agent';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 jest.setTimeout(60_000);
-
-/** A remote agent whose calls are held until the spec answers them, by Idempotency-Key (`<runId>:<stepId>` for a step). */
-interface GatedAgent {
-  server: LoopbackServer;
-  held: Map<string, ServerResponse>;
-  /** Answers the held call of `key` (once it came) with `{ step: key }`. */
-  release(key: string): Promise<void>;
-}
-
-async function startGatedAgent(): Promise<GatedAgent> {
-  const held = new Map<string, ServerResponse>();
-  const server = await startLoopbackServer((req, res) => held.set(String(req.headers['idempotency-key']), res));
-  return {
-    server,
-    held,
-    async release(key) {
-      const res = await eventually(async () => held.get(key), { timeoutMs: 10_000, message: `a call of ${key}` });
-      held.delete(key);
-      sendJson(res, 200, { step: key });
-    },
-  };
-}
-
-/** What an event says moved: `step:<id>:<status>`, `run:<status>`, `execution:<status>`. */
-const transition = (e: StreamEvent) => [e.event, ...(e.data.stepId ? [e.data.stepId] : []), e.data.status].join(':');
 
 // The live events of runs and executions as a client sees them (Server-Sent Events through
 // Node's fetch), with the worker in the same process; across processes: postgres-only/run-events.

@@ -105,4 +105,7 @@ function parseBlock(block: string, events: StreamEvent[], comments: string[]): v
     events.push({ event: fields.event, id: fields.id, data: JSON.parse(fields.data) as Record<string, unknown>, at: Date.now() });
 }
 
+/** What an event says moved: `step:<id>:<status>`, `run:<status>`, `execution:<status>`. */
+export const transition = (e: StreamEvent) => [e.event, ...(e.data.stepId ? [e.data.stepId] : []), e.data.status].join(':');
+
 const never = () => Promise.reject(new Error('not a stream'));

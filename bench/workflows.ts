@@ -24,12 +24,17 @@
  *      (items / (last item's finished_at − first item's started_at)), its time and its output;
  *   6. child runs: synchronous run (?wait=30) latency with 1 client on one APP_ROLE=all process of
  *      a plain 1-step workflow and of a parent whose one step runs a 1-step child workflow (the
- *      parent waits without a worker and the child's end wakes it), runs alternating between them.
+ *      parent waits without a worker and the child's end wakes it), runs alternating between them;
+ *   7. live events: BENCH_SSE_STREAMS runs of a workflow of three transform steps with two 1 s
+ *      sleeps between them, enqueued (?wait=0) on an APP_ROLE=api process and run by one
+ *      APP_ROLE=worker process, each followed by a client streaming its events from the API
+ *      process (so every event crosses processes through LISTEN/NOTIFY); per final transition
+ *      (a step's or the run's end), the latency from its finished_at in the record to its event.
  *
  * Run with `npm run bench:workflows`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
  *                                    one database per phase is created on it and dropped at the end
- *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child)
+ *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,sse)
  *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
  *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
  *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
@@ -49,6 +54,7 @@
  *   BENCH_MAP_RUNS                   map runs, one after the other (3)
  *   BENCH_CHILD_WARMUP_RUNS          warm-up runs of each child-phase workflow (10)
  *   BENCH_CHILD_RUNS                 runs of each child-phase workflow measured with 1 client (100)
+ *   BENCH_SSE_STREAMS                runs followed by an open event stream each (100)
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
@@ -57,6 +63,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
+import { openEventStream } from '../test/support/event-stream';
 import {
   BENCH_WORKFLOW,
   BENCH_WORKFLOW_INPUT,
@@ -94,7 +101,7 @@ import {
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
 
-const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child'] as const;
+const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'sse'] as const;
 type Phase = (typeof PHASES)[number];
 
 const settings = {
@@ -118,6 +125,7 @@ const settings = {
   mapRuns: intFromEnv('BENCH_MAP_RUNS', 3),
   childWarmupRuns: intFromEnv('BENCH_CHILD_WARMUP_RUNS', 10),
   childRuns: intFromEnv('BENCH_CHILD_RUNS', 100),
+  sseStreams: intFromEnv('BENCH_SSE_STREAMS', 100),
   readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
 };
 
@@ -128,7 +136,7 @@ function phasesFromEnv(): Phase[] {
   return PHASES.filter((p) => raw.includes(p));
 }
 
-const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2 };
+const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2, sseP99Ms: 100 };
 
 /** Page size of the history requests (the API's default). */
 const PAGE_SIZE = 20;
@@ -847,6 +855,82 @@ async function childPhase(): Promise<Outcome> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Phase 7: live events
+
+/** Three transform steps with a 1 s sleep between each two: transitions spread over about 2 s. */
+const SSE_WORKFLOW = {
+  name: 'bench-sse',
+  steps: [
+    { id: 'a', action: 'transform.jsonata', with: { expression: 'input.n + 1' } },
+    { id: 'nap1', sleep: { seconds: 1 }, needs: ['a'] },
+    { id: 'b', action: 'transform.jsonata', with: { expression: '1' }, needs: ['nap1'] },
+    { id: 'nap2', sleep: { seconds: 1 }, needs: ['b'] },
+    { id: 'c', action: 'transform.jsonata', with: { expression: '2' }, needs: ['nap2'] },
+  ],
+};
+
+const SSE_SCENARIO = `live events, ${settings.sseStreams} open streams (finished_at → event)`;
+
+/**
+ * Phase 7: BENCH_SSE_STREAMS runs, each with a client streaming its events from the API
+ * process while a worker process runs them; a run that did not end succeeded, or a stream that
+ * did not end with it, counts as an error.
+ */
+async function ssePhase(): Promise<Outcome> {
+  const databaseUrl = await databases.create('sse');
+  log('sse: starting one APP_ROLE=api and one APP_ROLE=worker process');
+  const [api] = await Promise.all([
+    services.start('sse-api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs),
+    services.start('sse-worker', serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
+  ]);
+  const client = await loginAndInstallTransform(api, credentials);
+  const { id: workflowId } = await createWorkflow(client, SSE_WORKFLOW);
+  try {
+    log(`sse: ${settings.sseStreams} runs, each followed by an event stream`);
+    const begin = performance.now();
+    const followed = await Promise.all(Array.from({ length: settings.sseStreams }, () => followRun(client, workflowId)));
+    const latencies = followed.flatMap((f) => f.latencies);
+    const errors = followed.filter((f) => f.error);
+    for (const f of errors.slice(0, 5)) log(`sse: ${f.error}`);
+    services.assertAlive();
+    return {
+      rows: [
+        {
+          scenario: SSE_SCENARIO,
+          count: latencies.length,
+          errors: errors.length,
+          ...summarize(latencies),
+          throughput: latencies.length / ((performance.now() - begin) / 1000),
+          wallSeconds: (performance.now() - begin) / 1000,
+        },
+      ],
+    };
+  } finally {
+    await services.stopAll();
+  }
+}
+
+/** One run, started and streamed until its stream ends: the latency of each final transition's event. */
+async function followRun(client: JsonClient, workflowId: string): Promise<{ latencies: number[]; error?: string }> {
+  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, { input: { n: 1 } });
+  if (res.status !== 202) return { latencies: [], error: `enqueue: HTTP ${res.status} ${brief(res.body)}` };
+  const stream = await openEventStream(
+    `http://127.0.0.1:${client.port}/api/workflows/${workflowId}/runs/${field(res.body, 'id') as string}/events`,
+    {
+      authorization: `Bearer ${client.token}`,
+    },
+  );
+  const events = await stream.ended;
+  const last = events.at(-1);
+  if (last?.event !== 'run' || last.data.status !== 'succeeded')
+    return { latencies: [], error: `stream ended with ${JSON.stringify(last)}` };
+  const latencies = events
+    .filter((e) => e.event !== 'state' && typeof e.data.finishedAt === 'string')
+    .map((e) => e.at - Date.parse(e.data.finishedAt as string));
+  return { latencies };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 function printReport(outcomes: Outcome[]): void {
@@ -867,6 +951,8 @@ function printReport(outcomes: Outcome[]): void {
     'map row: count = runs, errors = those not succeeded with [2, 4, …], p50/p99/mean = run time (started_at → finished_at),',
     "         throughput = median items/s (items / (last item's finished_at − first item's started_at)), wall = first enqueue → last final;",
     'child rows: request latency (POST run ?wait=30 until succeeded with output {"n":5}), 1 client, the two alternating.',
+    'live events row: count = final transitions (steps and runs), errors = runs not succeeded or streams not ended with them,',
+    "                 p50/p99/mean = the event's arrival − its finished_at in the record (a worker process → a client of the API process).",
     '',
     ...(notes.length ? ['History data (bulk-inserted, created 1 s apart, newest first):', ...notes, ''] : []),
     ...targetLines(rows, plans, sleep),
@@ -886,6 +972,7 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
   const map = rows.find((r) => r.scenario === MAP_SCENARIO);
   const plain = rows.find((r) => r.scenario === PLAIN_SCENARIO);
   const parent = rows.find((r) => r.scenario === PARENT_SCENARIO);
+  const sse = rows.find((r) => r.scenario === SSE_SCENARIO);
   const childRatio = parent && plain ? parent.p50 / plain.p50 : NaN;
   return [
     ...(serial && inline
@@ -920,6 +1007,7 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
             verdict(childRatio <= TARGETS.childToPlainRatio),
         ]
       : []),
+    ...(sse ? [`  live events: p99 ≤ ${TARGETS.sseP99Ms} ms → ${fixed(sse.p99, 2)} ms ${verdict(sse.p99 <= TARGETS.sseP99Ms)}`] : []),
   ];
 }
 
@@ -951,6 +1039,7 @@ const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
   sleep: sleepPhase,
   map: mapPhase,
   child: childPhase,
+  sse: ssePhase,
 };
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {

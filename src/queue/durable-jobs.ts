@@ -294,10 +294,10 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
 
   /**
    * For a live stream: calls `check` at once, whenever the record `changed` (in any process) and
-   * at least every second, until it answers non-null or `timeoutMs` passes (then null).
+   * every WATCH_POLL_MS, until it answers non-null or `timeoutMs` passes (then null).
    */
   watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
-    return this.core.signals.waitFor(this.topic('changed'), id, timeoutMs, check);
+    return this.core.signals.waitFor(this.topic('changed'), id, timeoutMs, check, WATCH_POLL_MS);
   }
 
   /** On worker processes: takes this kind's jobs and runs each started record with `run`. */
@@ -470,6 +470,12 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     return `${this.definition.name}.${event}`;
   }
 }
+
+/**
+ * How often a live stream reads its record when no signal came (a lost NOTIFY): each open
+ * stream costs a read this often, so not every second.
+ */
+const WATCH_POLL_MS = 5000;
 
 /** Backoff between tries of a write while the database is away. */
 const RETRY_WRITE_MS = [100, 250, 500, 1000];

@@ -50,7 +50,7 @@ export interface LiveSource {
 /**
  * Live streams of records: each streams a record's transitions as Server-Sent Events, from
  * `first` (the record read when the request came, after its access checks) until it is final.
- * On shutdown every stream ends (within the second its poll takes), so open streams do not hold
+ * On shutdown every stream ends (at its next read: a signal or its poll), so open streams do not hold
  * the process; their clients reconnect elsewhere with their `Last-Event-ID`.
  *
  * The stream keeps no log: it diffs each read of the record against what the client has

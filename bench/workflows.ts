@@ -922,8 +922,9 @@ async function followRun(client: JsonClient, workflowId: string): Promise<{ late
   );
   const events = await stream.ended;
   const last = events.at(-1);
-  if (last?.event !== 'run' || last.data.status !== 'succeeded')
-    return { latencies: [], error: `stream ended with ${JSON.stringify(last)}` };
+  // A run that ended before its stream opened gives only its final `state`.
+  const final = last?.event === 'state' ? (last.data.run as { status?: string }) : last?.data;
+  if (final?.status !== 'succeeded') return { latencies: [], error: `stream ended with ${JSON.stringify(last)}` };
   const latencies = events
     .filter((e) => e.event !== 'state' && typeof e.data.finishedAt === 'string')
     .map((e) => e.at - Date.parse(e.data.finishedAt as string));

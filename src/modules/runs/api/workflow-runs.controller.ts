@@ -104,7 +104,7 @@ export class WorkflowRunsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const read = async () => runView(await this.runs.get(caller, id, runId));
+    const read = async () => runView(await this.runs.getLive(caller, id, runId));
     await this.live.stream(req, res, await read(), { read, watch: (timeoutMs, check) => this.runs.watch(runId, timeoutMs, check) });
   }
 

@@ -29,11 +29,17 @@
  *      approval and then runs one transform step, on one APP_ROLE=all process; once a run waits,
  *      its approval is given (POST .../steps/approve/complete) and the round trip is the run's
  *      finished_at − the moment that request was sent.
+ *      parent waits without a worker and the child's end wakes it), runs alternating between them;
+ *   8. live events: BENCH_SSE_STREAMS runs of a workflow of three transform steps with two 1 s
+ *      sleeps between them, enqueued (?wait=0) on an APP_ROLE=api process and run by one
+ *      APP_ROLE=worker process, each followed by a client streaming its events from the API
+ *      process (so every event crosses processes through LISTEN/NOTIFY); per final transition
+ *      (a step's or the run's end), the latency from its finished_at in the record to its event.
  *
  * Run with `npm run bench:workflows`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
  *                                    one database per phase is created on it and dropped at the end
- *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,approval)
+ *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,approval,sse)
  *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
  *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
  *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
@@ -54,6 +60,7 @@
  *   BENCH_CHILD_WARMUP_RUNS          warm-up runs of each child-phase workflow (10)
  *   BENCH_CHILD_RUNS                 runs of each child-phase workflow measured with 1 client (100)
  *   BENCH_APPROVAL_RUNS              approved runs, one after the other (200)
+ *   BENCH_SSE_STREAMS                runs followed by an open event stream each (100)
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
@@ -62,6 +69,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
+import { openEventStream } from '../test/support/event-stream';
 import {
   BENCH_WORKFLOW,
   BENCH_WORKFLOW_INPUT,
@@ -99,7 +107,7 @@ import {
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
 
-const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'approval'] as const;
+const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'approval', 'sse'] as const;
 type Phase = (typeof PHASES)[number];
 
 const settings = {
@@ -124,6 +132,7 @@ const settings = {
   childWarmupRuns: intFromEnv('BENCH_CHILD_WARMUP_RUNS', 10),
   childRuns: intFromEnv('BENCH_CHILD_RUNS', 100),
   approvalRuns: intFromEnv('BENCH_APPROVAL_RUNS', 200),
+  sseStreams: intFromEnv('BENCH_SSE_STREAMS', 100),
   readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
 };
 
@@ -134,7 +143,15 @@ function phasesFromEnv(): Phase[] {
   return PHASES.filter((p) => raw.includes(p));
 }
 
-const TARGETS = { syncP50Ms: 12, asyncPerSecond: 300, resumeP99Ms: 1000, mapItemsPerSecond: 1000, childToPlainRatio: 2, approvalP99Ms: 50 };
+const TARGETS = {
+  syncP50Ms: 12,
+  asyncPerSecond: 300,
+  resumeP99Ms: 1000,
+  mapItemsPerSecond: 1000,
+  childToPlainRatio: 2,
+  approvalP99Ms: 50,
+  sseP99Ms: 100,
+};
 
 /** Page size of the history requests (the API's default). */
 const PAGE_SIZE = 20;
@@ -929,6 +946,83 @@ async function pollRow<T = unknown>(db: Client, sql: string, params: unknown[], 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Phase 8: live events
+
+/** Three transform steps with a 1 s sleep between each two: transitions spread over about 2 s. */
+const SSE_WORKFLOW = {
+  name: 'bench-sse',
+  steps: [
+    { id: 'a', action: 'transform.jsonata', with: { expression: 'input.n + 1' } },
+    { id: 'nap1', sleep: { seconds: 1 }, needs: ['a'] },
+    { id: 'b', action: 'transform.jsonata', with: { expression: '1' }, needs: ['nap1'] },
+    { id: 'nap2', sleep: { seconds: 1 }, needs: ['b'] },
+    { id: 'c', action: 'transform.jsonata', with: { expression: '2' }, needs: ['nap2'] },
+  ],
+};
+
+const SSE_SCENARIO = `live events, ${settings.sseStreams} open streams (finished_at → event)`;
+
+/**
+ * Phase 8: BENCH_SSE_STREAMS runs, each with a client streaming its events from the API
+ * process while a worker process runs them; a run that did not end succeeded, or a stream that
+ * did not end with it, counts as an error.
+ */
+async function ssePhase(): Promise<Outcome> {
+  const databaseUrl = await databases.create('sse');
+  log('sse: starting one APP_ROLE=api and one APP_ROLE=worker process');
+  const [api] = await Promise.all([
+    services.start('sse-api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs),
+    services.start('sse-worker', serviceEnv(credentials, databaseUrl, 'worker'), settings.readyTimeoutMs),
+  ]);
+  const client = await loginAndInstallTransform(api, credentials);
+  const { id: workflowId } = await createWorkflow(client, SSE_WORKFLOW);
+  try {
+    log(`sse: ${settings.sseStreams} runs, each followed by an event stream`);
+    const begin = performance.now();
+    const followed = await Promise.all(Array.from({ length: settings.sseStreams }, () => followRun(client, workflowId)));
+    const latencies = followed.flatMap((f) => f.latencies);
+    const errors = followed.filter((f) => f.error);
+    for (const f of errors.slice(0, 5)) log(`sse: ${f.error}`);
+    services.assertAlive();
+    return {
+      rows: [
+        {
+          scenario: SSE_SCENARIO,
+          count: latencies.length,
+          errors: errors.length,
+          ...summarize(latencies),
+          throughput: latencies.length / ((performance.now() - begin) / 1000),
+          wallSeconds: (performance.now() - begin) / 1000,
+        },
+      ],
+    };
+  } finally {
+    await services.stopAll();
+  }
+}
+
+/** One run, started and streamed until its stream ends: the latency of each final transition's event. */
+async function followRun(client: JsonClient, workflowId: string): Promise<{ latencies: number[]; error?: string }> {
+  const res = await client.request('POST', `/api/workflows/${workflowId}/run?wait=0`, { input: { n: 1 } });
+  if (res.status !== 202) return { latencies: [], error: `enqueue: HTTP ${res.status} ${brief(res.body)}` };
+  const stream = await openEventStream(
+    `http://127.0.0.1:${client.port}/api/workflows/${workflowId}/runs/${field(res.body, 'id') as string}/events`,
+    {
+      authorization: `Bearer ${client.token}`,
+    },
+  );
+  const events = await stream.ended;
+  const last = events.at(-1);
+  // A run that ended before its stream opened gives only its final `state`.
+  const final = last?.event === 'state' ? (last.data.run as { status?: string }) : last?.data;
+  if (final?.status !== 'succeeded') return { latencies: [], error: `stream ended with ${JSON.stringify(last)}` };
+  const latencies = events
+    .filter((e) => e.event !== 'state' && typeof e.data.finishedAt === 'string')
+    .map((e) => e.at - Date.parse(e.data.finishedAt as string));
+  return { latencies };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 function printReport(outcomes: Outcome[]): void {
@@ -949,7 +1043,9 @@ function printReport(outcomes: Outcome[]): void {
     'map row: count = runs, errors = those not succeeded with [2, 4, …], p50/p99/mean = run time (started_at → finished_at),',
     "         throughput = median items/s (items / (last item's finished_at − first item's started_at)), wall = first enqueue → last final;",
     'child rows: request latency (POST run ?wait=30 until succeeded with output {"n":5}), 1 client, the two alternating;',
-    "approval row: p50/p99/mean = the run's finished_at − when its approval was sent, throughput = runs / wall (start, wait, approve, finish).",
+    "approval row: p50/p99/mean = the run's finished_at − when its approval was sent, throughput = runs / wall (start, wait, approve, finish);",
+    'live events row: count = final transitions (steps and runs), errors = runs not succeeded or streams not ended with them,',
+    "                 p50/p99/mean = the event's arrival − its finished_at in the record (a worker process → a client of the API process).",
     '',
     ...(notes.length ? ['History data (bulk-inserted, created 1 s apart, newest first):', ...notes, ''] : []),
     ...targetLines(rows, plans, sleep),
@@ -969,6 +1065,7 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
   const map = rows.find((r) => r.scenario === MAP_SCENARIO);
   const plain = rows.find((r) => r.scenario === PLAIN_SCENARIO);
   const parent = rows.find((r) => r.scenario === PARENT_SCENARIO);
+  const sse = rows.find((r) => r.scenario === SSE_SCENARIO);
   const childRatio = parent && plain ? parent.p50 / plain.p50 : NaN;
   const approval = rows.find((r) => r.scenario === APPROVAL_SCENARIO);
   return [
@@ -1010,6 +1107,7 @@ function targetLines(rows: Row[], plans: Plan[], sleep: SleepCheck | undefined):
             verdict(approval.p99 <= TARGETS.approvalP99Ms && approval.errors === 0),
         ]
       : []),
+    ...(sse ? [`  live events: p99 ≤ ${TARGETS.sseP99Ms} ms → ${fixed(sse.p99, 2)} ms ${verdict(sse.p99 <= TARGETS.sseP99Ms)}`] : []),
   ];
 }
 
@@ -1042,6 +1140,7 @@ const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
   map: mapPhase,
   child: childPhase,
   approval: approvalPhase,
+  sse: ssePhase,
 };
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {

@@ -68,7 +68,7 @@ export interface JobRecords<R extends JobRecord, S, U extends UnfinishedJobRecor
 
 /** One kind of durable job: a page of configuration. */
 export interface JobKindDefinition<R extends JobRecord, S, U extends UnfinishedJobRecord> {
-  /** Names the signal topics (`<name>.finished`, `<name>.canceled`) and log lines. */
+  /** Names the signal topics (`<name>.finished`, `<name>.canceled`, `<name>.changed`) and log lines. */
   name: string;
   queue: string;
   /** Jobs one worker loop takes at a time. */
@@ -176,6 +176,8 @@ export class DurableJobs {
  *   cancel registry that aborts a running record when a cancel is asked anywhere, and outcomes
  *   finishing in the same turn written in one statement, then counted, then announced;
  * - `canceled` for the API's cancel, so a canceled record is counted and announced the same way;
+ * - `changed` and `watch`: every status change the core writes (start, park, end) is signalled,
+ *   so a live stream of the record wakes in any process as soon as it committed;
  * - the reconciler's view of the kind ("no unfinished record without a live job").
  */
 export abstract class DurableJobKind<R extends JobRecord, S, U extends UnfinishedJobRecord> {
@@ -282,6 +284,20 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   announceFinished(record: R, labels: Labels): void {
     this.metrics.finished(labels, record);
     this.core.signals.publish(this.topic('finished'), record.id, record);
+    this.changed(record.id);
+  }
+
+  /** Tells live streams in every process that the record changed (after the change committed). */
+  changed(id: string): void {
+    this.core.signals.publish(this.topic('changed'), id);
+  }
+
+  /**
+   * For a live stream: calls `check` at once, whenever the record `changed` (in any process) and
+   * every WATCH_POLL_MS, until it answers non-null or `timeoutMs` passes (then null).
+   */
+  watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+    return this.core.signals.waitFor(this.topic('changed'), id, timeoutMs, check, WATCH_POLL_MS);
   }
 
   /** On worker processes: takes this kind's jobs and runs each started record with `run`. */
@@ -345,10 +361,11 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   private async start(refs: JobRef[], lease: AbortSignal): Promise<Map<string, S | Error>> {
     const { records, recordOf } = this.definition;
     // Keyed by job: a record is started only for the job it is on.
-    const startSome = async (some: JobRef[]) =>
-      new Map<string, S | Error>(
-        (await untilLeaseEnds(() => records.start(some), lease, isDatabaseUnavailable)).map((s) => [recordOf(s).jobId!, s]),
-      );
+    const startSome = async (some: JobRef[]) => {
+      const started = await untilLeaseEnds(() => records.start(some), lease, isDatabaseUnavailable);
+      for (const s of started) this.changed(recordOf(s).id);
+      return new Map<string, S | Error>(started.map((s) => [recordOf(s).jobId!, s]));
+    };
     try {
       return await startSome(refs);
     } catch (error) {
@@ -391,6 +408,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
       return [parked];
     }, 'park');
     if (!waiting) return;
+    this.changed(id);
     // A kind that shows the wait as a status of its own counts it (a delivery's retry stays `queued`).
     if (waiting.status === 'waiting') this.metrics.reached(labels, 'waiting');
     if (startAt.getTime() <= Date.now()) this.wake();
@@ -448,10 +466,16 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     return finished;
   }
 
-  private topic(event: 'finished' | 'canceled'): string {
+  private topic(event: 'finished' | 'canceled' | 'changed'): string {
     return `${this.definition.name}.${event}`;
   }
 }
+
+/**
+ * How often a live stream reads its record when no signal came (a lost NOTIFY): each open
+ * stream costs a read this often, so not every second.
+ */
+const WATCH_POLL_MS = 5000;
 
 /** Backoff between tries of a write while the database is away. */
 const RETRY_WRITE_MS = [100, 250, 500, 1000];

@@ -57,9 +57,9 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
 
   /**
    * Calls `check` until it answers non-null or `timeoutMs` passes (then null): at once, on each
-   * `topic` signal for `id`, and at least every second.
+   * `topic` signal for `id`, and at least every `pollMs` (a second).
    */
-  async waitFor<T>(topic: string, id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+  async waitFor<T>(topic: string, id: string, timeoutMs: number, check: () => Promise<T | null>, pollMs = POLL_MS): Promise<T | null> {
     const key = `${topic}:${id}`;
     let wake = () => {};
     let delivered: T | undefined;
@@ -77,7 +77,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
         const left = deadline - Date.now();
         if (result !== null || left <= 0) return result;
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([signaled, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(left, POLL_MS))))]);
+        await Promise.race([signaled, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(left, pollMs))))]);
         clearTimeout(timer);
       }
     } finally {

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -7,12 +7,14 @@ import {
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
   ApiTags,
 } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import { type Principal, triggerOf } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { LAST_EVENT_ID_DOC, LIVE_STREAM_DOC, LiveStreams } from '../../../shared/http/live-record';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
 import { AgentsService } from '../application/agents.service';
@@ -29,6 +31,7 @@ import {
 } from './agent.dto';
 import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
 import { ExecutionResponse } from '../execution.response';
+import { executionView } from './execution-events';
 
 @ApiTags('agents')
 @ApiBearerAuth()
@@ -37,6 +40,7 @@ export class AgentsController {
   constructor(
     private readonly agents: AgentsService,
     private readonly executions: ExecutionsService,
+    private readonly live: LiveStreams,
   ) {}
 
   @Post()
@@ -162,6 +166,28 @@ export class AgentsController {
     @Param('executionId', UuidParam) executionId: string,
   ): Promise<ExecutionResponse> {
     return ExecutionResponse.of(await this.executions.get(caller, id, executionId));
+  }
+
+  @Get(':id/history/:executionId/events')
+  @RequiresScope('agents:read')
+  @AnyRole()
+  @ApiOperation({ summary: "The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final" })
+  @ApiProduces('text/event-stream')
+  @ApiHeader(LAST_EVENT_ID_DOC)
+  @ApiOkResponse(LIVE_STREAM_DOC)
+  @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
+  async events(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('executionId', UuidParam) executionId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const read = async () => executionView(await this.executions.get(caller, id, executionId));
+    await this.live.stream(req, res, await read(), {
+      read,
+      watch: (timeoutMs, check) => this.executions.watch(executionId, timeoutMs, check),
+    });
   }
 
   @Post(':id/history/:executionId/cancel')

@@ -50,6 +50,11 @@ export class ExecutionsService {
     return execution;
   }
 
+  /** For a live stream of execution `id`: `check` again whenever it changed, in any process (see `DurableJobKind.watch`). */
+  watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+    return this.jobs.watch(id, timeoutMs, check);
+  }
+
   /** One agent's executions; AGENT_NOT_FOUND unless it is the caller's organization's. */
   async history(caller: Principal, agentId: string, page: PageRequest, filter: Omit<HistoryFilter, 'agentId'>): Promise<Page<Execution>> {
     await this.agents.get(caller.organizationId, agentId);

@@ -1,9 +1,10 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import { type Principal, triggerOf } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { LAST_EVENT_ID_DOC, LIVE_STREAM_DOC, LiveStreams } from '../../../shared/http/live-record';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
@@ -13,6 +14,7 @@ import { WaitsService } from '../application/waits.service';
 import { CompletedStepResponse, CompleteStepBody } from './wait.dto';
 import { isRunFinished } from '../domain/run';
 import { RetryRunRequest, RunHistoryQuery, RunPageResponse } from './run.dto';
+import { runView } from './run-events';
 import { RunItemPageResponse, RunItemResponse, RunResponse, RunWithStepsResponse } from '../run.response';
 
 /** A workflow's runs: start one, its history, one run with its steps (and a map's items), answer a waiting step, cancel, retry. */
@@ -23,6 +25,7 @@ export class WorkflowRunsController {
   constructor(
     private readonly runs: RunsService,
     private readonly waits: WaitsService,
+    private readonly live: LiveStreams,
   ) {}
 
   @Post(':id/run')
@@ -85,6 +88,27 @@ export class WorkflowRunsController {
     @Param('runId', UuidParam) runId: string,
   ): Promise<RunWithStepsResponse> {
     return RunWithStepsResponse.of(await this.runs.get(caller, id, runId));
+  }
+
+  @Get(':id/runs/:runId/events')
+  @RequiresScope('workflows:read')
+  @AnyRole()
+  @ApiOperation({
+    summary: "The run's transitions as Server-Sent Events: `state` first, then `step` and `run` events until the run is final",
+  })
+  @ApiProduces('text/event-stream')
+  @ApiHeader(LAST_EVENT_ID_DOC)
+  @ApiOkResponse(LIVE_STREAM_DOC)
+  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')
+  async events(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('runId', UuidParam) runId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const read = async () => runView(await this.runs.getLive(caller, id, runId));
+    await this.live.stream(req, res, await read(), { read, watch: (timeoutMs, check) => this.runs.watch(runId, timeoutMs, check) });
   }
 
   @Get(':id/runs/:runId/steps/:stepId/items')

@@ -109,7 +109,7 @@ describe('RunEngine', () => {
         throw pluginNotFound(slug);
       },
     } as unknown as PluginsService;
-    // RunJobs is only used by onModuleInit, AgentSteps only by agent steps: these runs have neither.
+    // RunJobs is used by onModuleInit and to signal step writes to live streams, AgentSteps only by agent steps: these runs have neither.
     const runner = new CapabilityRunner(registry, plugins);
     const kinds = new StepKinds(
       new AgentStep({} as AgentSteps),
@@ -121,7 +121,7 @@ describe('RunEngine', () => {
       new WaitStep(null as never),
       new StepRules(),
     );
-    engine = new RunEngine({} as RunJobs, runs, workflows, kinds, runner, expressions);
+    engine = new RunEngine({ changed: () => undefined } as unknown as RunJobs, runs, workflows, kinds, runner, expressions);
   });
 
   /** A run a worker just started, of a new workflow with this definition. */

@@ -72,7 +72,12 @@ interface RunState {
 @Injectable()
 export class RunEngine implements OnModuleInit {
   private readonly plans = new Map<string, Promise<Plan | null>>();
-  private readonly stepWrites = new Coalescer<StepWrite, boolean>((writes) => this.runs.writeSteps(writes));
+  private readonly stepWrites = new Coalescer<StepWrite, boolean>(async (writes) => {
+    const applied = await this.runs.writeSteps(writes);
+    // Committed (no transaction around it): live streams of these runs may read them now.
+    for (const runId of new Set(writes.filter((_, i) => applied[i]).map((w) => w.runId))) this.jobs.changed(runId);
+    return applied;
+  });
 
   constructor(
     private readonly jobs: RunJobs,

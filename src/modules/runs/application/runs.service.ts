@@ -73,6 +73,18 @@ export class RunsService implements ChildRuns {
     return run;
   }
 
+  /** As `get`, in one read and without a map's item counts (a live stream reads at every change). */
+  async getLive(caller: Principal, workflowId: string, id: string): Promise<Run> {
+    const run = await this.runs.findLive(caller.organizationId, workflowId, id);
+    if (!run) throw runNotFound();
+    return run;
+  }
+
+  /** For a live stream of run `id`: `check` again whenever it changed, in any process (see `DurableJobKind.watch`). */
+  watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
+    return this.jobs.watch(id, timeoutMs, check);
+  }
+
   /** One workflow's runs; WORKFLOW_NOT_FOUND unless it ever existed in the caller's organization. */
   async history(caller: Principal, workflowId: string, page: PageRequest, filter: Omit<HistoryFilter, 'workflowId'>): Promise<Page<Run>> {
     if (!(await this.workflowRows.existed(caller.organizationId, workflowId))) throw workflowNotFound();

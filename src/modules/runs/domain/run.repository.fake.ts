@@ -46,6 +46,10 @@ export class InMemoryRunRepository extends RunRepository {
     return this.runs.find((r) => r.organizationId === organizationId && r.workflowId === workflowId && r.id === id) ?? null;
   }
 
+  findLive(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    return this.find(organizationId, workflowId, id);
+  }
+
   async findById(id: string): Promise<Run | null> {
     return this.runs.find((r) => r.id === id) ?? null;
   }

@@ -66,6 +66,8 @@ export abstract class RunRepository {
    */
   abstract markRetried(organizationId: string, id: string, retryId: string): Promise<boolean>;
   abstract find(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
+  /** The run and its steps in one read, without a map's item counts: what a live stream reads at each change. */
+  abstract findLive(organizationId: string, workflowId: string, id: string): Promise<Run | null>;
   abstract findById(id: string): Promise<Run | null>;
   /** The organization's runs (one workflow's with `filter.workflowId`), newest first, without steps. */
   abstract history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>>;

@@ -165,6 +165,21 @@ export class TypeOrmRunRepository extends RunRepository {
     return run;
   }
 
+  async findLive(organizationId: string, workflowId: string, id: string): Promise<Run | null> {
+    // One statement (a stream reads at every change of the run): the steps come as JSON rows.
+    const [row] = await this.query<RawRun & { steps: Array<Record<keyof RawStep, unknown>> }>(
+      `SELECT r.*, COALESCE((SELECT json_agg(s ORDER BY s.position) FROM workflow_run_steps s WHERE s.run_id = r.id), '[]') AS steps
+       FROM workflow_runs r WHERE r.organization_id = $1 AND r.workflow_id = $2 AND r.id = $3`,
+      [organizationId, workflowId, id],
+    );
+    return row
+      ? toRun(
+          row,
+          row.steps.map((s) => toStep(fromJsonRow(s))),
+        )
+      : null;
+  }
+
   async findById(id: string): Promise<Run | null> {
     const [row] = await this.query<RawRun>('SELECT * FROM workflow_runs WHERE id = $1', [id]);
     return row ? (await this.withSteps([row]))[0] : null;
@@ -468,6 +483,17 @@ export class TypeOrmRunRepository extends RunRepository {
 }
 
 const json = (value: unknown): string => JSON.stringify(value ?? null);
+
+/** A step row as `json_agg` gives it: its times back to dates. */
+function fromJsonRow(row: Record<keyof RawStep, unknown>): RawStep {
+  const date = (value: unknown) => (typeof value === 'string' ? new Date(value) : null);
+  return {
+    ...(row as unknown as RawStep),
+    resume_at: date(row.resume_at),
+    started_at: date(row.started_at),
+    finished_at: date(row.finished_at),
+  };
+}
 
 function toRun(row: RawRun, steps: StepRun[]): Run {
   return {

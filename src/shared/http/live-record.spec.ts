@@ -1,0 +1,67 @@
+import type { Request, Response } from 'express';
+import { LiveSource, LiveStreams, LiveView } from './live-record';
+
+/** A record of one part whose status is `status` (final when `done`). */
+const view = (status: string, done = false): LiveView => ({
+  parts: [{ version: status, event: 'thing', data: { status } }],
+  state: { thing: { status } },
+  final: done,
+});
+
+/** A response that keeps what was written. */
+function fakeResponse(): { res: Response; written: () => string; ended: () => boolean } {
+  let body = '';
+  let ended = false;
+  const res = {
+    on: () => res,
+    status: () => res,
+    set: () => res,
+    flushHeaders: () => undefined,
+    write: (chunk: string) => ((body += chunk), true),
+    end: () => (ended = true),
+  };
+  return { res: res as unknown as Response, written: () => body, ended: () => ended };
+}
+
+const request = (lastEventId?: string) => ({ get: () => lastEventId }) as unknown as Request;
+
+/** A source whose reads answer `views` in turn; its watch calls the check once per read, and answers null (a timeout) when it does not change. */
+function source(views: LiveView[]): LiveSource {
+  let i = 0;
+  return {
+    read: () => Promise.resolve(views[Math.min(i++, views.length - 1)]),
+    watch: async <T>(_timeoutMs: number, check: () => Promise<T | null>) => check(),
+  };
+}
+
+describe('LiveStreams', () => {
+  it('writes the state, a heartbeat while nothing moves, then each change, and ends after the final one', async () => {
+    const { res, written, ended } = fakeResponse();
+    await new LiveStreams().stream(request(), res, view('a'), source([view('a'), view('b'), view('c', true)]));
+    expect(written()).toBe(
+      'event: state\nid: a\ndata: {"thing":{"status":"a"}}\n\n' +
+        ': heartbeat\n\n' +
+        'event: thing\nid: b\ndata: {"status":"b"}\n\n' +
+        'event: thing\nid: c\ndata: {"status":"c"}\n\n',
+    );
+    expect(ended()).toBe(true);
+  });
+
+  it('resumes after Last-Event-ID without the state; a malformed one gets the state', async () => {
+    const resumed = fakeResponse();
+    await new LiveStreams().stream(request('b'), resumed.res, view('c', true), source([]));
+    expect(resumed.written()).toBe('event: thing\nid: c\ndata: {"status":"c"}\n\n');
+
+    const fresh = fakeResponse();
+    await new LiveStreams().stream(request('b.c'), fresh.res, view('c', true), source([]));
+    expect(fresh.written()).toBe('event: state\nid: c\ndata: {"thing":{"status":"c"}}\n\n');
+  });
+
+  it('ends its streams when the application shuts down', async () => {
+    const streams = new LiveStreams();
+    const { res, ended } = fakeResponse();
+    streams.beforeApplicationShutdown();
+    await streams.stream(request(), res, view('a'), source([view('a')]));
+    expect(ended()).toBe(true);
+  });
+});

@@ -1,0 +1,142 @@
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { Failure } from '../jobs/outcome';
+
+/** A heartbeat comment this often keeps proxies from closing a quiet stream. */
+export const HEARTBEAT_MS = 15_000;
+/** A `Last-Event-ID` longer than this is not one of ours: the stream starts afresh. */
+const MAX_EVENT_ID = 8192;
+
+/** OpenAPI of a live stream's `Last-Event-ID` and its 200. */
+export const LAST_EVENT_ID_DOC = {
+  name: 'Last-Event-ID',
+  required: false,
+  description: 'The id of the last event received: a reconnecting client gets what changed since, without the `state` event',
+};
+export const LIVE_STREAM_DOC = {
+  description:
+    'text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state',
+};
+
+/** One part of a record that moves on its own (a run, each of its steps). */
+export interface LivePart {
+  /**
+   * Changes with every transition of the part (its status and attempts, say), short and made
+   * of `[0-9a-z]`: the event id is the parts' versions joined with dots.
+   */
+  version: string;
+  /** The SSE event name of its transitions (`run`, `step`). */
+  event: string;
+  data: object;
+}
+
+/** A record as a live stream shows it. */
+export interface LiveView {
+  /** In the order their events go out when several changed at once (the record itself last). */
+  parts: LivePart[];
+  /** The data of the first event, `state`. */
+  state: object;
+  /** Final: the stream ends after this view. */
+  final: boolean;
+}
+
+export interface LiveSource {
+  /** The record as it stands (throws once it is gone: the stream ends). */
+  read(): Promise<LiveView>;
+  /** `check` at once, when the record changed (in any process) and on a short poll, until non-null or `timeoutMs`. */
+  watch<T>(timeoutMs: number, check: () => Promise<T | null>): Promise<T | null>;
+}
+
+/**
+ * Live streams of records: each streams a record's transitions as Server-Sent Events, from
+ * `first` (the record read when the request came, after its access checks) until it is final.
+ * On shutdown every stream ends (at its next read: a signal or its poll), so open streams do not hold
+ * the process; their clients reconnect elsewhere with their `Last-Event-ID`.
+ *
+ * The stream keeps no log: it diffs each read of the record against what the client has
+ * seen, part by part, and every event's id encodes the version of each part after it. A
+ * client that reconnects with `Last-Event-ID` gets the parts that moved since, without a gap
+ * in the state and without a repeat; a new client gets the whole `state` first. What this
+ * gives up against a durable log: transitions that follow each other between two reads of
+ * the record (a step that starts and ends within a few ms, or while the client is away) come
+ * as one event with the latest state of the part, and parts that moved at once come in the
+ * order of `parts`, not of their commits.
+ */
+@Injectable()
+export class LiveStreams implements BeforeApplicationShutdown {
+  private stopping = false;
+
+  beforeApplicationShutdown(): void {
+    this.stopping = true;
+  }
+
+  async stream(req: Request, res: Response, first: LiveView, source: LiveSource, heartbeatMs = HEARTBEAT_MS): Promise<void> {
+    let closed = false;
+    res.on('close', () => (closed = true));
+    const over = () => closed || this.stopping;
+    res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    res.flushHeaders();
+
+    let seen = seenVersions(req.get('last-event-id'), first);
+    if (seen) {
+      seen = send(res, first, seen);
+    } else {
+      seen = first.parts.map((p) => p.version);
+      write(res, 'state', seen.join('.'), first.state);
+    }
+    let view = first;
+    try {
+      while (!view.final && !over()) {
+        const known = seen;
+        const next = await source.watch(heartbeatMs, async () => {
+          if (over()) return view;
+          const read = await source.read();
+          return read.parts.some((p, i) => p.version !== known[i]) ? read : null;
+        });
+        if (next) seen = send(res, (view = next), seen);
+        else res.write(': heartbeat\n\n');
+      }
+    } catch {
+      // The database went away, or the record: the client reconnects with its Last-Event-ID.
+    }
+    res.end();
+  }
+}
+
+/** The parts' versions the client has seen, from its `Last-Event-ID`; null when it has none for this record. */
+function seenVersions(lastEventId: string | undefined, view: LiveView): string[] | null {
+  if (!lastEventId || lastEventId.length > MAX_EVENT_ID) return null;
+  const versions = lastEventId.split('.');
+  if (versions.length !== view.parts.length || !versions.every((v) => /^[0-9a-z]+$/.test(v))) return null;
+  return versions;
+}
+
+/** One event per part whose version differs from `seen`, each with the versions after it; answers them. */
+function send(res: Response, view: LiveView, seen: string[]): string[] {
+  const now = [...seen];
+  view.parts.forEach((part, i) => {
+    if (part.version === now[i]) return;
+    now[i] = part.version;
+    write(res, part.event, now.join('.'), part.data);
+  });
+  return now;
+}
+
+function write(res: Response, event: string, id: string, data: object): void {
+  res.write(`event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+/** A part's version: its status (one character: its index in `statuses`) and its attempts. */
+export function version<S extends string>(statuses: readonly S[], status: S, attempts: number): string {
+  return `${statuses.indexOf(status).toString(36)}${attempts}`;
+}
+
+/** The size of an output in bytes of JSON, once there is one (`has`). */
+export function byteSize(has: boolean, output: unknown): number | null {
+  return has ? Buffer.byteLength(JSON.stringify(output ?? null)) : null;
+}
+
+/** An error's code and message. */
+export function briefError(error: Failure | null): Failure | null {
+  return error ? { code: error.code, message: error.message } : null;
+}

@@ -51,7 +51,7 @@ export class RunItemPageResponse {
 export class WaitingForResponse {
   @ApiProperty({ enum: ['approval', 'event'] }) for!: string;
   @ApiProperty({ type: String, nullable: true, description: 'The event, for an event wait' }) event!: string | null;
-  @ApiProperty({ type: String, nullable: true, description: "The correlation key its `key` gave, for an event wait" }) key!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The correlation key its `key` gave, for an event wait' }) key!: string | null;
   @ApiProperty({
     type: 'object',
     nullable: true,
@@ -66,7 +66,8 @@ export class WaitingForResponse {
 export class WaitingStepResponse {
   @ApiProperty() id!: string;
   @ApiProperty({ type: String, nullable: true, description: 'When it goes on by itself (a sleep, a timeout)' }) resumeAt!: string | null;
-  @ApiProperty({ type: WaitingForResponse, nullable: true, description: 'What a wait step waits for' }) waitingFor!: WaitingForResponse | null;
+  @ApiProperty({ type: WaitingForResponse, nullable: true, description: 'What a wait step waits for' })
+  waitingFor!: WaitingForResponse | null;
 }
 
 export class StepRunResponse {

@@ -78,7 +78,10 @@ export class WaitStep implements StepKind {
       if ('error' in value) return failed(value.error.code, `wait.key: ${value.error.message}`);
       const keyOf = typeof value.value === 'string' || typeof value.value === 'number' ? String(value.value) : null;
       if (keyOf === null || keyOf.length > EVENT_KEY_MAX)
-        return failed('WAIT_INVALID', `wait.key gave ${JSON.stringify(value.value)?.slice(0, 100) ?? 'nothing'}, not a string or number of at most ${EVENT_KEY_MAX} characters`);
+        return failed(
+          'WAIT_INVALID',
+          `wait.key gave ${JSON.stringify(value.value)?.slice(0, 100) ?? 'nothing'}, not a string or number of at most ${EVENT_KEY_MAX} characters`,
+        );
       key = keyOf;
     }
     const now = new Date();
@@ -110,7 +113,8 @@ export class WaitStep implements StepKind {
       // An answer came as it timed out: it counts.
       return this.answerOf(step, (await this.waits.find(wait.runId, wait.stepId))!);
     }
-    if (step.wait!.onTimeout === 'continue') return { status: 'succeeded', output: { data: null, by: null, at: new Date().toISOString(), timedOut: true } };
+    if (step.wait!.onTimeout === 'continue')
+      return { status: 'succeeded', output: { data: null, by: null, at: new Date().toISOString(), timedOut: true } };
     const what = wait.kind === 'approval' ? 'an approval' : `the event '${wait.eventName}'`;
     return failed('WAIT_TIMEOUT', `Step '${step.id}' waited for ${what} until ${wait.timeoutAt?.toISOString()} and none came`);
   }

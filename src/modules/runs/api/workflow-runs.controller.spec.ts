@@ -4,6 +4,7 @@ import { expectError } from '../../../../test/support/envelope';
 import type { Principal } from '../../../shared/auth/principal';
 import { RetryRequest, RunsService } from '../application/runs.service';
 import { WaitsService } from '../application/waits.service';
+import { LiveStreams } from '../../../shared/http/live-record';
 import { Run, RunStatus } from '../domain/run';
 import { WorkflowRunsController } from './workflow-runs.controller';
 
@@ -53,12 +54,13 @@ describe('WorkflowRunsController: retry', () => {
 
   beforeAll(async () => {
     runs = new FakeRuns();
-    // Answering steps is not what these specs call.
+    // Answering steps and live streams are not what these specs call.
     harness = await controllerHarness(
       [WorkflowRunsController],
       [
         { provide: RunsService, useValue: runs },
         { provide: WaitsService, useValue: {} },
+        { provide: LiveStreams, useValue: {} },
       ],
     );
   });

@@ -38,6 +38,10 @@ export const ERROR_CATALOG = {
   PLUGIN_ALREADY_INSTALLED: { status: 409, when: 'install of an installed plugin with a different config' },
   PLUGIN_IN_USE: { status: 409, when: 'uninstall while agents or workflows use it' },
   AGENT_IN_USE: { status: 409, when: 'delete of an agent a workflow uses' },
+  CONCURRENCY_LIMIT: {
+    status: 409,
+    when: "a run's error, never a response: canceled by its workflow's concurrency limit (onLimit cancelNew or cancelOldest)",
+  },
   NOT_CANCELABLE: { status: 409, when: 'cancel of a finished run or execution' },
   WEBHOOK_MESSAGE_PENDING: { status: 409, when: 'redeliver of a webhook message still queued or being delivered' },
   WEBHOOK_LIMIT_REACHED: { status: 409, when: "a webhook endpoint beyond the organization's limit" },

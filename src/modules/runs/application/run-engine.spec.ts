@@ -154,6 +154,7 @@ describe('RunEngine', () => {
       triggeredBy: { type: 'user', id: 'user-1' },
       parentRunId: null,
       depth: 0,
+      concurrency: null,
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,

@@ -3,7 +3,7 @@ import { DurableJobKind, DurableJobs } from '../../../queue/durable-jobs';
 import { AgentSteps } from '../../agents/application/agent-steps';
 import { resourceEventData } from '../../../shared/events/event-data';
 import { Run } from '../domain/run';
-import { RunRepository, UnfinishedRun } from '../domain/run.repository';
+import { RunRepository, UnfinishedRun, WaitingKey } from '../domain/run.repository';
 import { RunResponse } from '../run.response';
 
 const RUN_QUEUE = 'workflow-run';
@@ -31,6 +31,8 @@ export function runJobOptions(run: { timeoutMs: number }) {
  */
 @Injectable()
 export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
+  private readonly runs: RunRepository;
+
   constructor(core: DurableJobs, runs: RunRepository, agentSteps: AgentSteps) {
     super(core, {
       name: 'run',
@@ -49,14 +51,17 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
       lost: { code: 'RUN_LOST', message: 'The run was interrupted by lost workers more often than allowed' },
       // A child's end wakes its parent waiting for it; a parent parking while its child just ended is not put off.
       // The agent executions of steps it ended (those waiting for a retry hold theirs) are canceled once it committed.
+      // The places its runs held go to the runs of their keys waiting for one.
       ended: async (ended) => {
         const parents = [...new Set(ended.flatMap((run) => (run.parentRunId ? [run.parentRunId] : [])))];
         const woken = parents.length ? await core.queue.startNow(RUN_QUEUE, await runs.waitingParents(parents)) : 0;
+        let admitted = 0;
+        for (const place of placesFreed(ended)) admitted += await this.handOver(place);
         const executions = ended.flatMap((run) =>
           run.steps.filter((s) => s.status === 'canceled' && s.executionId).map((s) => s.executionId!),
         );
         return () => {
-          if (woken) core.queue.wake(RUN_QUEUE);
+          if (woken || admitted) core.queue.wake(RUN_QUEUE);
           if (executions.length) void agentSteps.cancelOwned(executions).catch(() => undefined);
         };
       },
@@ -67,5 +72,49 @@ export class RunJobs extends DurableJobKind<Run, Run, UnfinishedRun> {
         data: resourceEventData(RunResponse.of(run, false), `/api/workflows/${run.workflowId}/runs/${run.id}`),
       }),
     });
+    this.runs = runs;
+    core.reconciler.addChore(() => this.admitWaiting(core));
   }
+
+  /**
+   * In the current transaction, which holds the claim of the key: the free places go to the
+   * runs waiting for one, oldest first, each sent on its job. Answers how many got one, and the
+   * places still free.
+   */
+  async admit(workflowId: string, key: string, limit: number): Promise<{ admitted: number; free: number }> {
+    const { admitted, free } = await this.runs.admit(workflowId, key, limit);
+    for (const run of admitted) await this.send(run, this.prioritized(run, runJobOptions(run)));
+    return { admitted: admitted.length, free };
+  }
+
+  /** Claims a key's places and hands the free ones over; answers how many runs got one. */
+  private async handOver({ workflowId, key, limit }: WaitingKey): Promise<number> {
+    await this.runs.claimPlaces(workflowId, key);
+    return (await this.admit(workflowId, key, limit)).admitted;
+  }
+
+  /**
+   * The reconciler's chore: keys whose runs wait for a place although one is free (a limit
+   * raised by a new version, a hand-over that found its waiting run locked) are handed over.
+   */
+  private async admitWaiting(core: DurableJobs): Promise<void> {
+    let admitted = 0;
+    for (const key of await this.runs.waitingKeys(WAITING_GRACE_MS)) {
+      admitted += await core.txHost.withTransaction(() => this.handOver(key));
+    }
+    if (admitted) this.wake();
+  }
+}
+
+/** A run waiting for a place this long with one free was missed by its hand-over. */
+const WAITING_GRACE_MS = 2_000;
+
+/** The keys of the runs that held a place, once each, sorted: claims always taken in one order cannot deadlock. */
+function placesFreed(ended: Run[]): WaitingKey[] {
+  const keys = new Map<string, WaitingKey>();
+  for (const { workflowId, concurrency } of ended) {
+    if (concurrency && !concurrency.waitsForPlace)
+      keys.set(`${workflowId}:${concurrency.key}`, { workflowId, key: concurrency.key, limit: concurrency.limit });
+  }
+  return [...keys.keys()].sort().map((k) => keys.get(k)!);
 }

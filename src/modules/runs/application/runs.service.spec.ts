@@ -74,7 +74,7 @@ describe('RunsService', () => {
     jobs = new RecordingRunJobs(runs);
     // Only `get` of WorkflowsService is used here: it reads the repository; its other collaborators are not.
     const workflows = new WorkflowsService(workflowRows, {} as never, {} as never, {} as never, {} as never, {} as never, {} as never);
-    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs);
+    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs, {} as never);
   });
 
   function workflow(definition: Partial<WorkflowDefinition> = {}, organizationId = ORG): Workflow {
@@ -115,6 +115,7 @@ describe('RunsService', () => {
       triggeredBy: { type: 'user', id: 'user-1' },
       parentRunId: null,
       depth: 0,
+      concurrency: null,
       createdAt,
       startedAt: status === 'queued' ? null : createdAt,
       finishedAt: isRunFinished({ status }) ? new Date() : null,

@@ -11,6 +11,7 @@ import { recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workfl
 import { pendingStep, Run, RunItem } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
+import { overLimit, RunConcurrency } from './run-concurrency';
 import { RunJobs, runJobOptions } from './run-jobs';
 import { ChildRuns } from './steps/workflow.step';
 import { workflowNotFound, WorkflowsService } from '../../workflows/application/workflows.service';
@@ -48,6 +49,7 @@ export class RunsService implements ChildRuns {
     private readonly workflowRows: WorkflowRepository,
     private readonly runs: RunRepository,
     private readonly jobs: RunJobs,
+    private readonly concurrency: RunConcurrency,
   ) {}
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
@@ -134,7 +136,11 @@ export class RunsService implements ChildRuns {
     if (definition.inputSchema)
       assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
     const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
-    return this.jobs.enqueue({
+    const policy = definition.concurrency;
+    const concurrency = policy
+      ? { key: await this.concurrency.keyOf(organizationId, policy, request.input ?? null), limit: policy.limit, waitsForPlace: false }
+      : null;
+    const submitted = await this.jobs.enqueue({
       record: {
         id: request.runId ?? randomUUID(),
         organizationId,
@@ -150,6 +156,7 @@ export class RunsService implements ChildRuns {
         triggeredBy: request.triggeredBy,
         parentRunId: request.parent?.runId ?? null,
         depth: request.parent ? request.parent.depth + 1 : 0,
+        concurrency,
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
@@ -159,7 +166,18 @@ export class RunsService implements ChildRuns {
       idempotency: request.idempotencyKey
         ? { organizationId, scope: `workflow:${request.workflowId}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
+      place: policy ? (run) => this.concurrency.place(run, policy, (r, reason) => this.cancelOf(r, reason)) : undefined,
     });
+    const { record, created } = submitted;
+    if (!created || !record.concurrency?.waitsForPlace || policy?.onLimit !== 'cancelNew') return submitted;
+    // Beyond the limit with cancelNew: recorded, and canceled with the reason, in the same transaction.
+    const canceled = await this.cancelTree(organizationId, record.workflowId, record.id, overLimit(record.concurrency));
+    return { record: canceled ?? record, created };
+  }
+
+  /** Cancels a run and the runs it started, with the reason; false when it had ended. */
+  private async cancelOf(run: Pick<Run, 'id' | 'organizationId' | 'workflowId'>, reason: Failure): Promise<boolean> {
+    return (await this.cancelTree(run.organizationId, run.workflowId, run.id, reason)) !== null;
   }
 
   /**

@@ -295,6 +295,10 @@ export async function upgradeFixture(input: FixtureInput) {
           // Runs from before child runs: started by no parent, at the top.
           parent_run_id: null,
           depth: 0,
+          // Runs from before concurrency: no key, holding no place and waiting for none.
+          concurrency_key: null,
+          concurrency_limit: null,
+          waits_for_place: false,
           created_at: at(281),
           started_at: at(280),
           finished_at: at(277),

@@ -157,11 +157,14 @@ describe('RunsService', () => {
         triggeredBy: { type: 'user', id: 'user-7' },
         parentRunId: null,
         depth: 0,
+        concurrency: null,
         createdAt: expect.any(Date),
         startedAt: null,
         finishedAt: null,
         steps: ['fetch', 'summarize'].map(pendingStep),
       });
+      // Without concurrency, no place is taken.
+      expect(submission.place).toBeUndefined();
       // The job's lease covers the run's timeout.
       expect(submission.sendOptions).toEqual({ leaseSeconds: 65, retryLimit: 5, heartbeatSeconds: 10 });
       expect(submission.idempotency).toBeUndefined();

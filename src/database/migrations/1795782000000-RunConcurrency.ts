@@ -14,7 +14,7 @@ export class RunConcurrency1795782000000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "workflow_runs" ADD "concurrency_limit" integer`);
     await queryRunner.query(`ALTER TABLE "workflow_runs" ADD "waits_for_place" boolean NOT NULL DEFAULT false`);
     await queryRunner.query(
-      `CREATE INDEX CONCURRENTLY IF NOT EXISTS "workflow_runs_concurrency_idx" ON "workflow_runs" ("workflow_id", "concurrency_key", "created_at") WHERE concurrency_key IS NOT NULL AND status IN ('queued', 'running', 'waiting')`,
+      `CREATE INDEX CONCURRENTLY IF NOT EXISTS "workflow_runs_concurrency_idx" ON "workflow_runs" ("workflow_id", "concurrency_key", "waits_for_place", "created_at") WHERE concurrency_key IS NOT NULL AND status IN ('queued', 'running', 'waiting')`,
     );
   }
 

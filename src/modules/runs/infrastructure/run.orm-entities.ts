@@ -11,8 +11,9 @@ const CONCURRENCY_IN_PROGRESS = `concurrency_key IS NOT NULL AND status IN ('que
 @Index('workflow_runs_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
 // A parent's children (a cancel reaches them).
 @Index('workflow_runs_parent_idx', ['parentRunId'], { where: 'parent_run_id IS NOT NULL' })
-// The runs of a workflow's key that hold or wait for a place, oldest first.
-@Index('workflow_runs_concurrency_idx', ['workflowId', 'concurrencyKey', 'createdAt'], { where: CONCURRENCY_IN_PROGRESS })
+// The runs of a workflow's key that hold a place, and apart those that wait for one, oldest first:
+// a count of the places held reads the holders only, however many wait.
+@Index('workflow_runs_concurrency_idx', ['workflowId', 'concurrencyKey', 'waitsForPlace', 'createdAt'], { where: CONCURRENCY_IN_PROGRESS })
 export class RunRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;

@@ -417,23 +417,23 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async admit(workflowId: string, key: string, limit: number): Promise<{ admitted: AdmittedRun[]; free: number }> {
-    const [{ held }] = await this.query<{ held: number }>(`SELECT count(*)::int AS held FROM workflow_runs WHERE ${HOLDS_PLACE}`, [
-      workflowId,
-      key,
-    ]);
-    if (held >= limit) return { admitted: [], free: 0 };
-    const rows = await this.query<{ id: string; organization_id: string; job_id: string; timeout_ms: number }>(
-      `WITH next AS (
+    // One statement (it runs under the claim, which every end of a run of the key waits for).
+    const rows = await this.query<{ held: number; id: string | null; organization_id: string; job_id: string; timeout_ms: number }>(
+      `WITH held AS (
+         SELECT count(*)::int AS n FROM workflow_runs WHERE ${HOLDS_PLACE}
+       ), next AS (
          SELECT id FROM workflow_runs WHERE workflow_id = $1 AND concurrency_key = $2 AND status = 'queued' AND waits_for_place
-         ORDER BY created_at, id LIMIT $3 FOR UPDATE
+         ORDER BY created_at, id LIMIT GREATEST($3 - (SELECT n FROM held), 0) FOR UPDATE
        ), admitted AS (
          UPDATE workflow_runs r SET waits_for_place = false, job_id = gen_random_uuid()
          FROM next WHERE r.id = next.id AND r.status = 'queued' RETURNING r.id, r.organization_id, r.job_id, r.timeout_ms, r.created_at
-       ) SELECT * FROM admitted ORDER BY created_at, id`,
-      [workflowId, key, limit - held],
+       ) SELECT (SELECT n FROM held) AS held, a.* FROM (SELECT 1) one LEFT JOIN admitted a ON true ORDER BY a.created_at, a.id`,
+      [workflowId, key, limit],
     );
-    const admitted = rows.map((r) => ({ id: r.id, organizationId: r.organization_id, jobId: r.job_id, timeoutMs: r.timeout_ms }));
-    return { admitted, free: limit - held - admitted.length };
+    const admitted = rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({ id: r.id!, organizationId: r.organization_id, jobId: r.job_id, timeoutMs: r.timeout_ms }));
+    return { admitted, free: Math.max(0, limit - rows[0].held - admitted.length) };
   }
 
   async oldestHolder(workflowId: string, key: string): Promise<{ id: string; organizationId: string } | null> {

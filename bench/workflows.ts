@@ -35,11 +35,16 @@
  *      APP_ROLE=worker process, each followed by a client streaming its events from the API
  *      process (so every event crosses processes through LISTEN/NOTIFY); per final transition
  *      (a step's or the run's end), the latency from its finished_at in the record to its event.
+ *      parent waits without a worker and the child's end wakes it), runs alternating between them;
+ *   9. concurrency: as phase 2 with one worker, BENCH_CONCURRENCY_RUNS runs of the 3-step workflow
+ *      drained without a limit, then of the same workflow with `concurrency` {limit:
+ *      BENCH_CONCURRENCY_LIMIT, key over the input, one key for every run}; runs/s of each, and
+ *      the most runs of the limited one in progress at once (from the rows; never above the limit).
  *
  * Run with `npm run bench:workflows`. Settings (environment):
  *   DATABASE_URL                     PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test);
  *                                    one database per phase is created on it and dropped at the end
- *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,approval,sse)
+ *   BENCH_PHASES                     phases to run, comma-separated (sync,async,history,sleep,map,child,approval,sse,concurrency)
  *   BENCH_WARMUP_REQUESTS            sync warm-up runs (200)
  *   BENCH_SYNC_REQUESTS              sync runs measured with 1 client (1000)
  *   BENCH_WORKFLOW_RUNS              runs enqueued per async phase (3000)
@@ -61,6 +66,8 @@
  *   BENCH_CHILD_RUNS                 runs of each child-phase workflow measured with 1 client (100)
  *   BENCH_APPROVAL_RUNS              approved runs, one after the other (200)
  *   BENCH_SSE_STREAMS                runs followed by an open event stream each (100)
+ *   BENCH_CONCURRENCY_RUNS           runs of each concurrency-phase drain (1000)
+ *   BENCH_CONCURRENCY_LIMIT          the limited workflow's concurrency limit (10)
  *   BENCH_READY_TIMEOUT_SECONDS      longest wait for a process to be ready (120)
  *   WORKER_CONCURRENCY, DB_POOL_SIZE passed through to the service processes
  */
@@ -107,7 +114,7 @@ import {
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
 
-const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'approval', 'sse'] as const;
+const PHASES = ['sync', 'async', 'history', 'sleep', 'map', 'child', 'approval', 'sse', 'concurrency'] as const;
 type Phase = (typeof PHASES)[number];
 
 const settings = {
@@ -133,6 +140,8 @@ const settings = {
   childRuns: intFromEnv('BENCH_CHILD_RUNS', 100),
   approvalRuns: intFromEnv('BENCH_APPROVAL_RUNS', 200),
   sseStreams: intFromEnv('BENCH_SSE_STREAMS', 100),
+  concurrencyRuns: intFromEnv('BENCH_CONCURRENCY_RUNS', 1000),
+  concurrencyLimit: intFromEnv('BENCH_CONCURRENCY_LIMIT', 10),
   readyTimeoutMs: intFromEnv('BENCH_READY_TIMEOUT_SECONDS', 120) * 1000,
 };
 
@@ -151,6 +160,8 @@ const TARGETS = {
   childToPlainRatio: 2,
   approvalP99Ms: 50,
   sseP99Ms: 100,
+  /** The drain limited on one concurrency key, against the unlimited one. */
+  limitedToUnlimitedRatio: 0.5,
 };
 
 /** Page size of the history requests (the API's default). */
@@ -185,6 +196,7 @@ interface Outcome {
   rows: Row[];
   plans?: Plan[];
   sleep?: SleepCheck;
+  concurrency?: ConcurrencyCheck;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,19 +259,44 @@ async function syncPhase(): Promise<Row[]> {
 
 /** Phase 2: M runs queued on an API-only process, then drained by `workers` worker processes. */
 async function asyncPhase(workers: number): Promise<Row[]> {
-  const databaseUrl = await databases.create(`async_${workers}w`);
-  log(`async ×${workers}: starting one APP_ROLE=api process`);
-  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
-  const { client, workflowId } = await prepareWorkflow(api);
+  const { enqueueRow, drainRow } = await queuedDrain({ name: `async_${workers}w`, label: 'async', workers, runs: settings.asyncRuns });
+  return [enqueueRow, { ...drainRow, scenario: `async drain, ${workers} worker${workers > 1 ? 's' : ''}` }];
+}
 
-  log(`async ×${workers}: enqueueing ${settings.asyncRuns} runs, ${settings.enqueueClients} clients`);
-  const queued = await runLoad(settings.enqueueClients, settings.asyncRuns, () => enqueue(client, workflowId), interrupted.signal);
-  const enqueueRow = loadRow(`async enqueue ?wait=0, ${settings.enqueueClients} clients`, queued);
+interface DrainOptions {
+  /** The scratch database's suffix. */
+  name: string;
+  label: string;
+  workers: number;
+  runs: number;
+  /** The workflow's concurrency, when it has one. */
+  concurrency?: object;
+}
+
+/**
+ * `runs` runs of the workflow queued on an API-only process, then drained by `workers` worker
+ * processes; the enqueue and drain rows (the drain's scenario to be named by the caller), and
+ * the most runs that were in progress at once (from the rows).
+ */
+async function queuedDrain(options: DrainOptions): Promise<{ enqueueRow: Row; drainRow: Row; mostAtOnce: number }> {
+  const { label, workers } = options;
+  const databaseUrl = await databases.create(options.name);
+  log(`${label} ×${workers}: starting one APP_ROLE=api process`);
+  const api = await services.start('api', serviceEnv(credentials, databaseUrl, 'api'), settings.readyTimeoutMs);
+  const client = await loginAndInstallTransform(api, credentials);
+  const { id: workflowId } = await createWorkflow(client, {
+    ...WORKFLOW,
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+  });
+
+  log(`${label} ×${workers}: enqueueing ${options.runs} runs, ${settings.enqueueClients} clients`);
+  const queued = await runLoad(settings.enqueueClients, options.runs, () => enqueue(client, workflowId), interrupted.signal);
+  const enqueueRow = loadRow(`${label} enqueue ?wait=0, ${settings.enqueueClients} clients`, queued);
 
   const db = new Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    log(`async ×${workers}: starting ${workers} APP_ROLE=worker process(es)`);
+    log(`${label} ×${workers}: starting ${workers} APP_ROLE=worker process(es)`);
     const spawnedAt = performance.now();
     await Promise.all(
       Array.from({ length: workers }, (_, i) =>
@@ -270,10 +307,10 @@ async function asyncPhase(workers: number): Promise<Row[]> {
     const wallSeconds = (performance.now() - spawnedAt) / 1000;
     const drain = await drainFigures(db, workflowId);
     services.assertAlive();
-    if (drain.total !== drain.succeeded) log(`async ×${workers}: runs by status: ${JSON.stringify(drain.statuses)}`);
-    if (drain.badOutputs) log(`async ×${workers}: ${drain.badOutputs} succeeded run(s) without output ${OUTPUT} or 3 succeeded steps`);
+    if (drain.total !== drain.succeeded) log(`${label} ×${workers}: runs by status: ${JSON.stringify(drain.statuses)}`);
+    if (drain.badOutputs) log(`${label} ×${workers}: ${drain.badOutputs} succeeded run(s) without output ${OUTPUT} or 3 succeeded steps`);
     const drainRow: Row = {
-      scenario: `async drain, ${workers} worker${workers > 1 ? 's' : ''}`,
+      scenario: label,
       count: drain.total,
       errors: drain.total - drain.succeeded + drain.badOutputs,
       p50: drain.p50,
@@ -282,11 +319,24 @@ async function asyncPhase(workers: number): Promise<Row[]> {
       throughput: drain.throughput,
       wallSeconds,
     };
-    return [enqueueRow, drainRow];
+    return { enqueueRow, drainRow, mostAtOnce: await mostAtOnce(db, workflowId) };
   } finally {
     await db.end();
     await services.stopAll();
   }
+}
+
+/** The most runs of the workflow in progress at once (started_at → finished_at; one ending as another starts do not overlap). */
+async function mostAtOnce(db: Client, workflowId: string): Promise<number> {
+  return scalar<number>(
+    db,
+    `WITH edges AS (
+       SELECT started_at AS at, 1 AS delta FROM workflow_runs WHERE workflow_id = $1 AND started_at IS NOT NULL
+       UNION ALL
+       SELECT finished_at, -1 FROM workflow_runs WHERE workflow_id = $1 AND started_at IS NOT NULL
+     ) SELECT COALESCE(max(n), 0)::int FROM (SELECT sum(delta) OVER (ORDER BY at, delta ROWS UNBOUNDED PRECEDING) AS n FROM edges) x`,
+    [workflowId],
+  );
 }
 
 interface DrainFigures {
@@ -1029,6 +1079,7 @@ function printReport(outcomes: Outcome[]): void {
   const rows = outcomes.flatMap((o) => o.rows);
   const plans = outcomes.flatMap((o) => o.plans ?? []);
   const sleep = outcomes.find((o) => o.sleep)?.sleep;
+  const concurrency = outcomes.find((o) => o.concurrency)?.concurrency;
   const out: string[] = ['', machineLine('Workflow benchmark'), ''];
   out.push(...formatRows(rows, 'requests/runs'));
   out.push(
@@ -1046,9 +1097,11 @@ function printReport(outcomes: Outcome[]): void {
     "approval row: p50/p99/mean = the run's finished_at − when its approval was sent, throughput = runs / wall (start, wait, approve, finish);",
     'live events row: count = final transitions (steps and runs), errors = runs not succeeded or streams not ended with them,',
     "                 p50/p99/mean = the event's arrival − its finished_at in the record (a worker process → a client of the API process).",
+    'concurrency rows: as the drain rows, 1 worker, the same 3-step workflow without and with a limit on one key.',
     '',
     ...(notes.length ? ['History data (bulk-inserted, created 1 s apart, newest first):', ...notes, ''] : []),
     ...targetLines(rows, plans, sleep),
+    ...(concurrency ? concurrencyLines(concurrency) : []),
     '',
   );
   for (const plan of plans) {
@@ -1126,6 +1179,51 @@ function sleepLine(sleep: SleepCheck): string {
 // ---------------------------------------------------------------------------------------------
 // Main
 
+// ---------------------------------------------------------------------------------------------
+// Phase 9: concurrency
+
+const UNLIMITED_SCENARIO = 'concurrency: drain without a limit, 1 worker';
+
+/** What the limited drain showed besides its row. */
+interface ConcurrencyCheck {
+  limit: number;
+  /** The most runs of the limited workflow in progress at once. */
+  mostAtOnce: number;
+  /** Limited runs/s over unlimited runs/s. */
+  ratio: number;
+}
+
+/** Phase 9: the same runs drained by one worker without a limit, then limited on one key. */
+async function concurrencyPhase(): Promise<Outcome> {
+  const { concurrencyRuns: runs, concurrencyLimit: limit } = settings;
+  const unlimited = await queuedDrain({ name: 'concurrency_free', label: 'concurrency free', workers: 1, runs });
+  if (interrupted.signal.aborted) throw new Error('interrupted');
+  const limited = await queuedDrain({
+    name: 'concurrency_limited',
+    label: 'concurrency limited',
+    workers: 1,
+    runs,
+    // One key for every run, evaluated in the sandbox as a real key is.
+    concurrency: { limit, key: '$string(input.n)' },
+  });
+  const ratio = limited.drainRow.throughput / unlimited.drainRow.throughput;
+  return {
+    rows: [
+      { ...unlimited.drainRow, scenario: UNLIMITED_SCENARIO },
+      { ...limited.drainRow, scenario: `concurrency: drain, limit ${limit} on one key, 1 worker` },
+    ],
+    concurrency: { limit, mostAtOnce: limited.mostAtOnce, ratio },
+  };
+}
+
+function concurrencyLines(check: ConcurrencyCheck): string[] {
+  return [
+    `  limited drain (limit ${check.limit} on one key) / unlimited drain: ≥ ${TARGETS.limitedToUnlimitedRatio * 100} % → ` +
+      `${fixed(check.ratio * 100, 1)} % ${verdict(check.ratio >= TARGETS.limitedToUnlimitedRatio)}`,
+    `  limit never exceeded: most runs in progress at once ${check.mostAtOnce} ≤ ${check.limit} ${verdict(check.mostAtOnce <= check.limit)}`,
+  ];
+}
+
 const cleanup = cleanupOnce(services, databases);
 
 const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
@@ -1141,6 +1239,7 @@ const PHASE_RUNS: Record<Phase, () => Promise<Outcome>> = {
   child: childPhase,
   approval: approvalPhase,
   sse: ssePhase,
+  concurrency: concurrencyPhase,
 };
 
 runBenchmark(ENTRY, interrupted, cleanup, async () => {

@@ -140,6 +140,11 @@ export interface Submission<R> {
   sendOptions: Omit<SendOptions, 'id'>;
   /** The caller's Idempotency-Key and what it covers; a repeat answers the earlier record. */
   idempotency?: IdempotentRequest;
+  /**
+   * What the new record becomes just before it is recorded (not for a repeat): a run takes its
+   * concurrency place, or is left on no job (`jobId` null) until one is handed to it.
+   */
+  place?: (record: R) => Promise<R>;
 }
 
 export interface Submitted<R> {
@@ -206,33 +211,35 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
 
   /**
    * Records and queues a new record in the current transaction (the caller opens it), or
-   * answers the record an earlier request with the same Idempotency-Key made.
+   * answers the record an earlier request with the same Idempotency-Key made. A record that
+   * `place` leaves without a job is only recorded.
    */
   async enqueue(submission: Submission<R>): Promise<Submitted<R>> {
-    const { record, idempotency } = submission;
-    const { records, queue, jobData } = this.definition;
+    const { idempotency, place } = submission;
+    const { records } = this.definition;
     if (idempotency) {
-      const earlier = await this.core.idempotency.claim(idempotency, record.id);
+      const earlier = await this.core.idempotency.claim(idempotency, submission.record.id);
       const found = earlier ? await records.findById(earlier) : null;
       if (found) return { record: found, created: false };
     }
+    const record = place ? await place(submission.record) : submission.record;
     await records.insert(record);
-    await this.core.queue.send(queue, jobData(record.id), {
-      ...submission.sendOptions,
-      id: record.jobId ?? randomUUID(),
-      group: await this.core.shares.group(record.organizationId),
-      priority: this.core.shares.priority(record.organizationId),
-    });
+    if (record.jobId) await this.send(record, this.prioritized(record, submission.sendOptions));
     return { record, created: true };
   }
 
-  /** Queues a job for a record already written in the current transaction (one sent again by hand). */
-  async send(record: R, sendOptions: Omit<SendOptions, 'id'>): Promise<void> {
+  /** Queues a job for a record already written in the current transaction (a new one, one sent again by hand, one given its turn). */
+  async send(record: Pick<JobRecord, 'id' | 'organizationId' | 'jobId'>, sendOptions: Omit<SendOptions, 'id'>): Promise<void> {
     await this.core.queue.send(this.definition.queue, this.definition.jobData(record.id), {
       ...sendOptions,
       id: record.jobId ?? randomUUID(),
       group: await this.core.shares.group(record.organizationId),
     });
+  }
+
+  /** The options of a new record's job, with the organization's priority (see OrganizationShares.priority). */
+  prioritized(record: Pick<JobRecord, 'organizationId'>, sendOptions: Omit<SendOptions, 'id'>): Omit<SendOptions, 'id'> {
+    return { ...sendOptions, priority: this.core.shares.priority(record.organizationId) };
   }
 
   /** Records waiting on jobs held back for a later start (retries) may be taken up now; `wake` after the commit. */

@@ -56,6 +56,7 @@ const WRITTEN_FOR = [
   '1795760000000-CrossListIndexes',
   '1795770000000-WorkflowWaits',
   '1795780000000-RunRetries',
+  '1795782000000-RunConcurrency',
   '1795783000000-WorkflowApprovals',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
@@ -374,6 +375,7 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       const run = await get(`/api/workflows/${fixture.ids.workflow}/runs/${fixture.ids.run}`);
       expect(run.body).toMatchObject({ id: fixture.ids.run, status: 'succeeded', workflowVersion: 1, output: { upper: 'YO' } });
       expect(run.body.parentRunId).toBeNull();
+      expect(run.body.concurrency).toBeNull();
       expect(run.body.steps).toEqual([
         expect.objectContaining({ id: 'upper', status: 'succeeded', output: 'YO', resumeAt: null, reason: null, childRunId: null }),
       ]);

@@ -301,6 +301,10 @@ export async function upgradeFixture(input: FixtureInput) {
           // Runs from before retries neither retry nor were retried.
           retry_of: null,
           retried_by: null,
+          // Runs from before concurrency: no key, holding no place and waiting for none.
+          concurrency_key: null,
+          concurrency_limit: null,
+          waits_for_place: false,
           created_at: at(281),
           started_at: at(280),
           finished_at: at(277),

@@ -2,7 +2,7 @@ import { TriggeredByResponse } from '../../shared/auth/triggered-by.response';
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { FailureResponse } from '../../shared/http/failure.response';
 import { ANY_JSON } from '../../shared/http/json-value.schema';
-import { Run, RunItem, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
+import { Run, RunItem, RunPlace, RUN_STATUSES, RunStatus, StepRun, STEP_STATUSES } from './domain/run';
 
 /** A map step's items by status. */
 export class ItemCountsResponse {
@@ -118,6 +118,28 @@ export class StepRunResponse {
   }
 }
 
+/** A run's place among the runs of its workflow's concurrency key. */
+export class RunConcurrencyResponse {
+  @ApiProperty({ description: "The key the workflow's concurrency.key gave for its input ('' without one)", example: 'acme' })
+  key!: string;
+  @ApiProperty({ description: 'Runs with this key in progress at once, as its version said' }) limit!: number;
+  @ApiProperty({ description: 'Queued beyond the limit: it starts once a run with its key ends' }) waitsForPlace!: boolean;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Why it waits, while it does',
+    example: "2 run(s) with the concurrency key 'acme' are in progress (limit 2); it starts when one ends",
+  })
+  reason!: string | null;
+
+  static of({ key, limit, waitsForPlace }: RunPlace): RunConcurrencyResponse {
+    const reason = waitsForPlace
+      ? `${limit} run(s) with the concurrency key '${key}' are in progress (limit ${limit}); it starts when one ends`
+      : null;
+    return { key, limit, waitsForPlace, reason };
+  }
+}
+
 /** A run as the API shows it (lists, and the data of workflow.run.* events, without steps). */
 export class RunResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -144,6 +166,13 @@ export class RunResponse {
   retryOf!: string | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The run that retries this one (a run is retried once)' })
   retriedBy!: string | null;
+  @ApiProperty({
+    type: RunConcurrencyResponse,
+    nullable: true,
+    description:
+      "Its workflow's concurrency key and whether it waits for a place; null without concurrency. A run canceled by the limit says why in error (CONCURRENCY_LIMIT)",
+  })
+  concurrency!: RunConcurrencyResponse | null;
 
   static of(run: Run, withSteps = true): RunResponse {
     const waiting = run.status === 'waiting' ? run.steps.filter((s) => s.status === 'waiting') : [];
@@ -167,6 +196,7 @@ export class RunResponse {
         : {}),
       retryOf: run.retryOf,
       retriedBy: run.retriedBy,
+      concurrency: run.concurrency && RunConcurrencyResponse.of(run.concurrency),
     };
   }
 }

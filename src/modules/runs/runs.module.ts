@@ -5,6 +5,7 @@ import { WorkflowsModule } from '../workflows/workflows.module';
 import { RunsController } from './api/runs.controller';
 import { WorkflowRunsController } from './api/workflow-runs.controller';
 import { RunEngine } from './application/run-engine';
+import { RunConcurrency } from './application/run-concurrency';
 import { RunJobs } from './application/run-jobs';
 import { RunsService } from './application/runs.service';
 import { STEP_KIND_PROVIDERS } from './application/steps/step-kinds';
@@ -25,6 +26,7 @@ import { WaitsController } from './api/waits.controller';
     RunEngine,
     RunJobs,
     WaitsService,
+    RunConcurrency,
     ...STEP_KIND_PROVIDERS,
     { provide: ChildRuns, useExisting: RunsService },
     { provide: RunRepository, useClass: TypeOrmRunRepository },

@@ -38,6 +38,10 @@ export const ERROR_CATALOG = {
   PLUGIN_ALREADY_INSTALLED: { status: 409, when: 'install of an installed plugin with a different config' },
   PLUGIN_IN_USE: { status: 409, when: 'uninstall while agents or workflows use it' },
   AGENT_IN_USE: { status: 409, when: 'delete of an agent a workflow uses' },
+  CONCURRENCY_LIMIT: {
+    status: 409,
+    when: "a run's error, never a response: canceled by its workflow's concurrency limit (onLimit cancelNew or cancelOldest)",
+  },
   NOT_CANCELABLE: { status: 409, when: 'cancel of a finished run or execution' },
   STEP_NOT_WAITING: { status: 409, when: 'an answer to a step that is not waiting for one (answered already, timed out, its run ended)' },
   RUN_NOT_FINISHED: { status: 409, when: 'retry of a run that is still queued, running or waiting' },

@@ -36,6 +36,7 @@ class FakeRuns {
       depth: 0,
       retryOf: runId,
       retriedBy: null,
+      concurrency: null,
       createdAt: new Date(),
       startedAt: null,
       finishedAt: null,

@@ -158,6 +158,7 @@ describe('RunEngine', () => {
       depth: 0,
       retryOf: null,
       retriedBy: null,
+      concurrency: null,
       createdAt: now,
       startedAt: changes.startedAt ?? now,
       finishedAt: null,

@@ -75,8 +75,8 @@ describe('RunsService', () => {
     jobs = new RecordingRunJobs(runs);
     // Only `get` of WorkflowsService is used here: it reads the repository; its other collaborators are not.
     const workflows = new WorkflowsService(workflowRows, {} as never, {} as never, {} as never, {} as never, {} as never, {} as never);
-    // No step kinds: only retries read them (test/workflow-retry.e2e-spec.ts).
-    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs, { all: [] } as unknown as StepKinds);
+    // No step kinds: only retries read them (test/workflow-retry.e2e-spec.ts); no concurrency in these definitions.
+    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs, { all: [] } as unknown as StepKinds, {} as never);
   });
 
   function workflow(definition: Partial<WorkflowDefinition> = {}, organizationId = ORG): Workflow {
@@ -119,6 +119,7 @@ describe('RunsService', () => {
       depth: 0,
       retryOf: null,
       retriedBy: null,
+      concurrency: null,
       createdAt,
       startedAt: status === 'queued' ? null : createdAt,
       finishedAt: isRunFinished({ status }) ? new Date() : null,
@@ -162,11 +163,14 @@ describe('RunsService', () => {
         depth: 0,
         retryOf: null,
         retriedBy: null,
+        concurrency: null,
         createdAt: expect.any(Date),
         startedAt: null,
         finishedAt: null,
         steps: ['fetch', 'summarize'].map(pendingStep),
       });
+      // Without concurrency, no place is taken.
+      expect(submission.place).toBeUndefined();
       // The job's lease covers the run's timeout.
       expect(submission.sendOptions).toEqual({ leaseSeconds: 65, retryLimit: 5, heartbeatSeconds: 10 });
       expect(submission.idempotency).toBeUndefined();

@@ -12,6 +12,7 @@ import { assertRetryable, keptSteps, RetryGraph } from '../domain/retry';
 import { pendingStep, Run, RunItem, runNotFound, StepRun } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
 import { WorkflowRepository } from '../../workflows/domain/workflow.repository';
+import { overLimit, RunConcurrency } from './run-concurrency';
 import { RunJobs, runJobOptions } from './run-jobs';
 import { StepKinds } from './steps/step-kinds';
 import { ChildRuns } from './steps/workflow.step';
@@ -59,6 +60,7 @@ export class RunsService implements ChildRuns {
     private readonly runs: RunRepository,
     private readonly jobs: RunJobs,
     private readonly kinds: StepKinds,
+    private readonly concurrency: RunConcurrency,
   ) {}
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
@@ -204,7 +206,11 @@ export class RunsService implements ChildRuns {
     if (definition.inputSchema)
       assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
     const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
-    return this.jobs.enqueue({
+    const policy = definition.concurrency;
+    const concurrency = policy
+      ? { key: await this.concurrency.keyOf(organizationId, policy, request.input ?? null), limit: policy.limit, waitsForPlace: false }
+      : null;
+    const submitted = await this.jobs.enqueue({
       record: {
         id: request.runId ?? randomUUID(),
         organizationId,
@@ -222,6 +228,7 @@ export class RunsService implements ChildRuns {
         depth: request.parent ? request.parent.depth + 1 : 0,
         retryOf: request.retry?.of ?? null,
         retriedBy: null,
+        concurrency,
         createdAt: new Date(),
         startedAt: null,
         finishedAt: null,
@@ -231,7 +238,18 @@ export class RunsService implements ChildRuns {
       idempotency: request.idempotencyKey
         ? { organizationId, scope: `workflow:${request.workflowId}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
+      place: policy ? (run) => this.concurrency.place(run, policy, (r, reason) => this.cancelOf(r, reason)) : undefined,
     });
+    const { record, created } = submitted;
+    if (!created || !record.concurrency?.waitsForPlace || policy?.onLimit !== 'cancelNew') return submitted;
+    // Beyond the limit with cancelNew: recorded, and canceled with the reason, in the same transaction.
+    const canceled = await this.cancelTree(organizationId, record.workflowId, record.id, overLimit(record.concurrency));
+    return { record: canceled ?? record, created };
+  }
+
+  /** Cancels a run and the runs it started, with the reason; false when it had ended. */
+  private async cancelOf(run: Pick<Run, 'id' | 'organizationId' | 'workflowId'>, reason: Failure): Promise<boolean> {
+    return (await this.cancelTree(run.organizationId, run.workflowId, run.id, reason)) !== null;
   }
 
   /**

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { Failure } from '../../../shared/jobs/outcome';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { isRunFinished, Run, RunItem } from './run';
-import { HistoryFilter, RunRepository, StepWrite, UnfinishedRun } from './run.repository';
+import { AdmittedRun, HistoryFilter, RunRepository, StepWrite, UnfinishedRun, WaitingKey } from './run.repository';
 
 /** For a method no unit spec has needed yet: the spec that does fakes it here. */
 function notFaked(method: string): never {
@@ -140,5 +141,34 @@ export class InMemoryRunRepository extends RunRepository {
 
   async itemPage(): Promise<RunItem[]> {
     notFaked('itemPage');
+  }
+
+  /** Every claim taken, in order (`workflowId:key`). */
+  readonly claims: string[] = [];
+
+  async claimPlaces(workflowId: string, key: string): Promise<void> {
+    this.claims.push(`${workflowId}:${key}`);
+  }
+
+  async admit(workflowId: string, key: string, limit: number): Promise<{ admitted: AdmittedRun[]; free: number }> {
+    const ofKey = this.runs
+      .filter((r) => r.workflowId === workflowId && r.concurrency?.key === key && !isRunFinished(r))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    const held = ofKey.filter((r) => !r.concurrency!.waitsForPlace).length;
+    const next = ofKey.filter((r) => r.status === 'queued' && r.concurrency!.waitsForPlace).slice(0, Math.max(0, limit - held));
+    for (const run of next) Object.assign(run, { jobId: randomUUID(), concurrency: { ...run.concurrency!, waitsForPlace: false } });
+    const admitted = next.map((r) => ({ id: r.id, organizationId: r.organizationId, jobId: r.jobId!, timeoutMs: r.timeoutMs }));
+    return { admitted, free: Math.max(0, limit - held - next.length) };
+  }
+
+  async oldestHolder(workflowId: string, key: string): Promise<{ id: string; organizationId: string } | null> {
+    const oldest = this.runs
+      .filter((r) => r.workflowId === workflowId && r.concurrency?.key === key && !r.concurrency.waitsForPlace && !isRunFinished(r))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())[0];
+    return oldest ? { id: oldest.id, organizationId: oldest.organizationId } : null;
+  }
+
+  async waitingKeys(): Promise<WaitingKey[]> {
+    notFaked('waitingKeys');
   }
 }

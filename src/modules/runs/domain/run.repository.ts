@@ -45,6 +45,21 @@ export interface UnfinishedRun {
   timeoutMs: number;
 }
 
+/** A run that was handed a place: now on the job `jobId`, to be sent. */
+export interface AdmittedRun {
+  id: string;
+  organizationId: string;
+  jobId: string;
+  timeoutMs: number;
+}
+
+/** A workflow's key with runs waiting for a place, and the limit of the oldest of them. */
+export interface WaitingKey {
+  workflowId: string;
+  key: string;
+  limit: number;
+}
+
 export interface HistoryFilter {
   status?: RunStatus;
   since?: Date;
@@ -102,6 +117,20 @@ export abstract class RunRepository {
   abstract awakened(runId: string): Promise<boolean>;
   /** The run's children that are not final. */
   abstract unfinishedChildren(runId: string): Promise<Array<{ id: string; workflowId: string; organizationId: string }>>;
+  /**
+   * Takes the claim on the places of a workflow's key until the transaction ends: every count
+   * of them and every hand-over is made under it, so two processes cannot both take the last.
+   */
+  abstract claimPlaces(workflowId: string, key: string): Promise<void>;
+  /**
+   * Under the claim: the places free under `limit` go to the runs waiting for one, oldest
+   * first, each on a new job. Answers those runs and the places still free.
+   */
+  abstract admit(workflowId: string, key: string, limit: number): Promise<{ admitted: AdmittedRun[]; free: number }>;
+  /** Under the claim: the oldest run holding a place that no other transaction is changing now. */
+  abstract oldestHolder(workflowId: string, key: string): Promise<{ id: string; organizationId: string } | null>;
+  /** Keys with a run waiting for a place for longer than `olderThanMs` (a hand-over missed: the reconciler's chore). */
+  abstract waitingKeys(olderThanMs: number): Promise<WaitingKey[]>;
   /** A page of a map step's items, from after `afterIndex`, in order. */
   abstract itemPage(runId: string, stepId: string, afterIndex: number, limit: number): Promise<RunItem[]>;
 }

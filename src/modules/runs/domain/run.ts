@@ -48,6 +48,17 @@ export interface RunItem {
 /** A map step's items by status. */
 export type ItemCounts = Partial<Record<RunItem['status'], number>> & { total: number };
 
+/**
+ * A run of a workflow with `concurrency`: the key it counts under and the limit it was started
+ * with. A run holds one of the key's places from its start to its end, unless it waits for one
+ * (`queued`, on no job until a place is handed to it).
+ */
+export interface RunPlace {
+  key: string;
+  limit: number;
+  waitsForPlace: boolean;
+}
+
 export interface Run {
   id: string;
   organizationId: string;
@@ -71,6 +82,8 @@ export interface Run {
   retryOf: string | null;
   /** The run that retries this one; a run is retried at most once. */
   retriedBy: string | null;
+  /** Its place among the runs of its workflow and key; null for a workflow without `concurrency`. */
+  concurrency: RunPlace | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;

@@ -1,6 +1,8 @@
 import { ON_A_JOB } from '../../../database/durable-table';
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 
+const CONCURRENCY_IN_PROGRESS = `concurrency_key IS NOT NULL AND status IN ('queued', 'running', 'waiting')`;
+
 @Entity('workflow_runs')
 // Run history: newest first per workflow, keyset on (created_at, id).
 @Index('workflow_runs_workflow_created_idx', ['workflowId', 'createdAt', 'id'])
@@ -9,6 +11,9 @@ import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typ
 @Index('workflow_runs_unfinished_idx', ['createdAt'], { where: ON_A_JOB })
 // A parent's children (a cancel reaches them).
 @Index('workflow_runs_parent_idx', ['parentRunId'], { where: 'parent_run_id IS NOT NULL' })
+// The runs of a workflow's key that hold a place, and apart those that wait for one, oldest first:
+// a count of the places held reads the holders only, however many wait.
+@Index('workflow_runs_concurrency_idx', ['workflowId', 'concurrencyKey', 'waitsForPlace', 'createdAt'], { where: CONCURRENCY_IN_PROGRESS })
 export class RunRow {
   @PrimaryColumn('uuid') id!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
@@ -32,6 +37,11 @@ export class RunRow {
   @Column('uuid', { name: 'retry_of', nullable: true }) retryOf!: string | null;
   /** The run that retries this one (set once: a second retry is refused). */
   @Column('uuid', { name: 'retried_by', nullable: true }) retriedBy!: string | null;
+  /** A run of a workflow with `concurrency`: its key, and the limit it was started with. */
+  @Column('varchar', { name: 'concurrency_key', length: 200, nullable: true }) concurrencyKey!: string | null;
+  @Column('integer', { name: 'concurrency_limit', nullable: true }) concurrencyLimit!: number | null;
+  /** Queued beyond the limit, on no job until a place is handed to it. */
+  @Column('boolean', { name: 'waits_for_place', default: false }) waitsForPlace!: boolean;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3, nullable: true }) startedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;

@@ -7,7 +7,7 @@ import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
-import { HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun } from '../domain/run.repository';
+import { AdmittedRun, HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun, WaitingKey } from '../domain/run.repository';
 import { WaitingFor } from '../domain/wait';
 
 interface RawRun {
@@ -27,6 +27,9 @@ interface RawRun {
   depth: number;
   retry_of: string | null;
   retried_by: string | null;
+  concurrency_key: string | null;
+  concurrency_limit: number | null;
+  waits_for_place: boolean;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -72,6 +75,8 @@ const END_STEPS = `status = CASE WHEN s.status IN ('running', 'waiting') THEN 'c
   reason = CASE WHEN s.status = 'pending' THEN 'the run ended without it' ELSE s.reason END, resume_at = NULL, finished_at = now()`;
 const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
 /** Items of a run that ends and are not final: canceled. */
+/** Runs of a workflow's key that hold a place (`$1` workflow, `$2` key): in progress, or queued on a job of their own. */
+const HOLDS_PLACE = `workflow_id = $1 AND concurrency_key = $2 AND status IN ('queued', 'running', 'waiting') AND NOT waits_for_place`;
 const END_ITEMS = (runs: string) =>
   `UPDATE workflow_run_items i SET status = 'canceled', resume_at = NULL, finished_at = now()
    FROM ${runs} e WHERE i.run_id = e.id AND i.status IN ('pending', 'running', 'waiting')`;
@@ -88,8 +93,9 @@ export class TypeOrmRunRepository extends RunRepository {
     // pending unless recorded already (those a retry keeps, taken over as they were).
     await this.query(
       `WITH run AS (
-         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth, retry_of)
-         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13, $14) RETURNING id)
+         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth,
+           retry_of, concurrency_key, concurrency_limit, waits_for_place)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13, $14, $16, $17, $18) RETURNING id)
        INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts, input, output, error, execution_id, reason, child_run_id, started_at, finished_at)
        SELECT run.id, s.step_id, s.position - 1, COALESCE(k.status, 'pending'), COALESCE(k.attempts, 0), k.input, k.output,
               NULLIF(k.error, 'null'::jsonb), k.execution_id, k.reason, k.child_run_id, k.started_at, k.finished_at
@@ -128,6 +134,9 @@ export class TypeOrmRunRepository extends RunRepository {
               finished_at: s.finishedAt,
             })),
         ),
+        run.concurrency?.key ?? null,
+        run.concurrency?.limit ?? null,
+        run.concurrency?.waitsForPlace ?? false,
       ],
     );
   }
@@ -318,6 +327,8 @@ export class TypeOrmRunRepository extends RunRepository {
       timeout_ms: number;
     }>((sql, params) => this.query(sql, params), olderThanMs, limit, {
       columns: 't.id, t.organization_id, t.job_id, t.attempts, t.timeout_ms',
+      // On no job until a place is handed to it: not lost (the hand-over is waitingKeys' business).
+      where: 'NOT t.waits_for_place',
     });
     return rows.map((r) => ({
       id: r.id,
@@ -463,6 +474,58 @@ export class TypeOrmRunRepository extends RunRepository {
     return rows.map((r) => ({ id: r.id, workflowId: r.workflow_id, organizationId: r.organization_id }));
   }
 
+  async claimPlaces(workflowId: string, key: string): Promise<void> {
+    await this.query(`SELECT pg_advisory_xact_lock(hashtextextended('workflow-concurrency:' || $1::text || ':' || $2::text, 0))`, [
+      workflowId,
+      key,
+    ]);
+  }
+
+  async admit(workflowId: string, key: string, limit: number): Promise<{ admitted: AdmittedRun[]; free: number }> {
+    // One statement (it runs under the claim, which every end of a run of the key waits for).
+    const rows = await this.query<{ held: number; id: string | null; organization_id: string; job_id: string; timeout_ms: number }>(
+      `WITH held AS (
+         SELECT count(*)::int AS n FROM workflow_runs WHERE ${HOLDS_PLACE}
+       ), next AS (
+         SELECT id FROM workflow_runs WHERE workflow_id = $1 AND concurrency_key = $2 AND status = 'queued' AND waits_for_place
+         ORDER BY created_at, id LIMIT GREATEST($3 - (SELECT n FROM held), 0) FOR UPDATE
+       ), admitted AS (
+         UPDATE workflow_runs r SET waits_for_place = false, job_id = gen_random_uuid()
+         FROM next WHERE r.id = next.id AND r.status = 'queued' RETURNING r.id, r.organization_id, r.job_id, r.timeout_ms, r.created_at
+       ) SELECT (SELECT n FROM held) AS held, a.* FROM (SELECT 1) one LEFT JOIN admitted a ON true ORDER BY a.created_at, a.id`,
+      [workflowId, key, limit],
+    );
+    const admitted = rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({ id: r.id!, organizationId: r.organization_id, jobId: r.job_id, timeoutMs: r.timeout_ms }));
+    return { admitted, free: Math.max(0, limit - rows[0].held - admitted.length) };
+  }
+
+  async oldestHolder(workflowId: string, key: string): Promise<{ id: string; organizationId: string } | null> {
+    // SKIP LOCKED: a run being ended now holds its row and waits for the claim this transaction has.
+    const [row] = await this.query<{ id: string; organization_id: string }>(
+      `SELECT id, organization_id FROM workflow_runs WHERE ${HOLDS_PLACE} ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      [workflowId, key],
+    );
+    return row ? { id: row.id, organizationId: row.organization_id } : null;
+  }
+
+  async waitingKeys(olderThanMs: number): Promise<WaitingKey[]> {
+    const rows = await this.query<{ workflow_id: string; concurrency_key: string; concurrency_limit: number }>(
+      `SELECT w.* FROM (
+         SELECT DISTINCT ON (workflow_id, concurrency_key) workflow_id, concurrency_key, concurrency_limit FROM workflow_runs
+         WHERE status = 'queued' AND waits_for_place AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+         ORDER BY workflow_id, concurrency_key, created_at
+       ) w
+       WHERE (SELECT count(*) FROM workflow_runs h
+              WHERE h.workflow_id = w.workflow_id AND h.concurrency_key = w.concurrency_key
+                AND h.status IN ('queued', 'running', 'waiting') AND NOT h.waits_for_place) < w.concurrency_limit
+       LIMIT 100`,
+      [olderThanMs],
+    );
+    return rows.map((r) => ({ workflowId: r.workflow_id, key: r.concurrency_key, limit: r.concurrency_limit }));
+  }
+
   private async withSteps(rows: RawRun[]): Promise<Run[]> {
     if (!rows.length) return [];
     const steps = await this.query<RawStep>('SELECT * FROM workflow_run_steps WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, position', [
@@ -513,6 +576,8 @@ function toRun(row: RawRun, steps: StepRun[]): Run {
     depth: row.depth,
     retryOf: row.retry_of,
     retriedBy: row.retried_by,
+    concurrency:
+      row.concurrency_key === null ? null : { key: row.concurrency_key, limit: row.concurrency_limit!, waitsForPlace: row.waits_for_place },
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,

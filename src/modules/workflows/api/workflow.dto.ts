@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
-import { JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
+import { ConcurrencyPolicy, JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { Workflow } from '../domain/workflow';
 import { WorkflowVersion } from '../domain/workflow.repository';
 
@@ -70,6 +70,24 @@ class StepBody {
   onError?: 'fail' | 'continue';
 }
 
+class ConcurrencyBody {
+  @ApiProperty({ minimum: 1, maximum: 1000, description: 'Runs with the same key in progress (running or waiting) at once' })
+  limit!: number;
+  @ApiPropertyOptional({
+    example: 'input.customerId',
+    description:
+      "JSONata over { input }; its result, as a string of at most 200 characters, is the run's key. One key for every run when absent",
+  })
+  key?: string;
+  @ApiPropertyOptional({
+    enum: ['queue', 'cancelNew', 'cancelOldest'],
+    default: 'queue',
+    description:
+      'A run beyond the limit: stays queued until a place frees (oldest first), is canceled, or cancels the oldest run in progress',
+  })
+  onLimit?: 'queue' | 'cancelNew' | 'cancelOldest';
+}
+
 /**
  * A workflow definition. Only the top-level fields are declared here; the whole definition is
  * checked by the domain (`definitionProblems`), which reports every problem at once.
@@ -86,6 +104,9 @@ export class WorkflowDefinitionBody {
   @ApiPropertyOptional({ type: StepBody, description: 'An agent or action step run once when the run fails, with error in its context' })
   @Allow()
   onFailure?: StepDefinition;
+  @ApiPropertyOptional({ type: ConcurrencyBody, description: 'How many of its runs may be in progress at once, per key' })
+  @Allow()
+  concurrency?: ConcurrencyPolicy;
 }
 
 export class WorkflowResponse {
@@ -98,6 +119,7 @@ export class WorkflowResponse {
   @ApiProperty({ type: String, nullable: true }) output!: string | null;
   @ApiProperty() timeoutMs!: number;
   @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
+  @ApiProperty({ type: ConcurrencyBody, nullable: true }) concurrency!: ConcurrencyPolicy | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
@@ -129,6 +151,7 @@ export class WorkflowVersionResponse {
   @ApiProperty({ type: String, nullable: true }) output!: string | null;
   @ApiProperty() timeoutMs!: number;
   @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
+  @ApiProperty({ type: ConcurrencyBody, nullable: true }) concurrency!: ConcurrencyPolicy | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
 
@@ -151,5 +174,6 @@ function definitionFields(d: WorkflowDefinition) {
     output: d.output ?? null,
     timeoutMs: d.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default,
     onFailure: d.onFailure ?? null,
+    concurrency: d.concurrency ?? null,
   };
 }

@@ -100,6 +100,35 @@ describe('definitionProblems', () => {
   });
 });
 
+describe('definitionProblems: concurrency', () => {
+  const withConcurrency = (concurrency: unknown) => definitionProblems({ name: 'limited', steps: [action('a')], concurrency }, context);
+
+  it('accepts a limit alone, and with a key and each onLimit', () => {
+    expect(withConcurrency({ limit: 1 })).toEqual([]);
+    for (const onLimit of ['queue', 'cancelNew', 'cancelOldest']) {
+      expect(withConcurrency({ limit: 1000, key: 'input.customer', onLimit })).toEqual([]);
+    }
+  });
+
+  it('refuses a limit out of 1..1000, a missing limit, an unknown onLimit or field, on their paths', () => {
+    expect(withConcurrency({ limit: 0 }).map((p) => p.path)).toEqual(['concurrency.limit']);
+    expect(withConcurrency({ limit: 1001 }).map((p) => p.path)).toEqual(['concurrency.limit']);
+    expect(withConcurrency({ limit: 1.5 }).map((p) => p.path)).toEqual(['concurrency.limit']);
+    expect(withConcurrency({ key: 'input.a' }).map((p) => p.path)).toEqual(['concurrency']);
+    expect(withConcurrency({ limit: 1, onLimit: 'drop' }).map((p) => p.path)).toEqual(['concurrency.onLimit']);
+    expect(withConcurrency({ limit: 1, per: 'x' }).map((p) => p.path)).toEqual(['concurrency.per']);
+  });
+
+  it('refuses a key that does not compile, or that reads a step (it is evaluated before any runs)', () => {
+    expect(withConcurrency({ limit: 1, key: 'input.(' })).toEqual([
+      { path: 'concurrency.key', message: 'concurrency.key: does not compile at position 1' },
+    ]);
+    expect(withConcurrency({ limit: 1, key: 'steps.a.output' })).toEqual([
+      { path: 'concurrency.key', message: 'concurrency.key reads steps.a, but the key is evaluated over the input before any step runs' },
+    ]);
+  });
+});
+
 describe('findCycle', () => {
   it('names the steps along a cycle in run order', () => {
     expect(

@@ -70,6 +70,18 @@ export interface StepDefinition {
   onError?: 'fail' | 'continue';
 }
 
+/**
+ * At most `limit` runs of the workflow with the same key in progress (`running` or `waiting`) at
+ * once; `onLimit` says what becomes of a run beyond it.
+ */
+export interface ConcurrencyPolicy {
+  limit: number;
+  /** JSONata over `{ input }`; its result, as a string, is the run's key. Every run shares one key ('') when absent. */
+  key?: string;
+  /** `queue` (the default): waits, `queued`, for a place (oldest first); `cancelNew`: is canceled; `cancelOldest`: cancels the oldest in progress. */
+  onLimit?: 'queue' | 'cancelNew' | 'cancelOldest';
+}
+
 export interface WorkflowDefinition {
   name: string;
   description?: string;
@@ -81,6 +93,7 @@ export interface WorkflowDefinition {
   timeoutMs?: number;
   /** A step run once when the run fails, with `error` in its context. */
   onFailure?: StepDefinition;
+  concurrency?: ConcurrencyPolicy;
 }
 
 export const WORKFLOW_LIMITS = {
@@ -97,6 +110,9 @@ export const WORKFLOW_LIMITS = {
   mapConcurrency: 100,
   waitSeconds: 24 * 3600,
   approverUsers: 100,
+  concurrencyLimit: 1000,
+  /** Characters of a run's concurrency key. */
+  concurrencyKey: 200,
 } as const;
 
 export const STEP_ID = '^[a-z][a-z0-9_-]{0,62}$';
@@ -162,6 +178,16 @@ function definitionSchema(kinds: readonly StepKindRules[]): JsonObject {
       timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.runTimeoutMs.min, maximum: WORKFLOW_LIMITS.runTimeoutMs.max },
       steps: { type: 'array', minItems: 1, maxItems: WORKFLOW_LIMITS.steps, items: step },
       onFailure: step,
+      concurrency: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['limit'],
+        properties: {
+          limit: { type: 'integer', minimum: 1, maximum: WORKFLOW_LIMITS.concurrencyLimit },
+          key: EXPRESSION,
+          onLimit: { enum: ['queue', 'cancelNew', 'cancelOldest'] },
+        },
+      },
     },
   };
 }
@@ -275,7 +301,18 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
     for (const p of context.schemaProblems(def.inputSchema, 'inputSchema')) add(p.path, p.message);
   }
   if (def.onFailure) problems.push(...onFailureProblems(def, ids, context));
+  if (def.concurrency?.key !== undefined) problems.push(...concurrencyKeyProblems(def.concurrency.key, context));
   return problems;
+}
+
+/** The key is evaluated as the run is started, before any step ran: it compiles and reads no step. */
+function concurrencyKeyProblems(key: string, context: DefinitionContext): ErrorDetail[] {
+  const problem = context.compileProblem(key);
+  if (problem) return [{ path: 'concurrency.key', message: `concurrency.key: ${problem}` }];
+  return context.stepsRead(key).map((read) => ({
+    path: 'concurrency.key',
+    message: `concurrency.key reads steps.${read}, but the key is evaluated over the input before any step runs`,
+  }));
 }
 
 /**

@@ -680,6 +680,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/history/{executionId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final */
+        get: operations["AgentsController_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}/history/{executionId}/cancel": {
         parameters: {
             query?: never;
@@ -828,6 +845,23 @@ export interface paths {
         };
         /** One run with its steps */
         get: operations["WorkflowRunsController_getRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/runs/{runId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's transitions as Server-Sent Events: `state` first, then `step` and `run` events until the run is final */
+        get: operations["WorkflowRunsController_events"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1370,7 +1404,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -2103,6 +2137,21 @@ export interface components {
              */
             onError?: "fail" | "continue";
         };
+        ConcurrencyBody: {
+            /** @description Runs with the same key in progress (running or waiting) at once */
+            limit: number;
+            /**
+             * @description JSONata over { input }; its result, as a string of at most 200 characters, is the run's key. One key for every run when absent
+             * @example input.customerId
+             */
+            key?: string;
+            /**
+             * @description A run beyond the limit: stays queued until a place frees (oldest first), is canceled, or cancels the oldest run in progress
+             * @default queue
+             * @enum {string}
+             */
+            onLimit?: "queue" | "cancelNew" | "cancelOldest";
+        };
         WorkflowDefinitionBody: {
             name: string;
             description?: string;
@@ -2120,6 +2169,8 @@ export interface components {
             timeoutMs?: number;
             /** @description An agent or action step run once when the run fails, with error in its context */
             onFailure?: components["schemas"]["StepBody"];
+            /** @description How many of its runs may be in progress at once, per key */
+            concurrency?: components["schemas"]["ConcurrencyBody"];
         };
         WorkflowResponse: {
             /** Format: uuid */
@@ -2134,6 +2185,7 @@ export interface components {
             output: string | null;
             timeoutMs: number;
             onFailure: components["schemas"]["StepBody"] | null;
+            concurrency: components["schemas"]["ConcurrencyBody"] | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -2154,6 +2206,7 @@ export interface components {
             output: string | null;
             timeoutMs: number;
             onFailure: components["schemas"]["StepBody"] | null;
+            concurrency: components["schemas"]["ConcurrencyBody"] | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -2183,6 +2236,22 @@ export interface components {
             resumeAt: string | null;
             /** @description What a wait step waits for */
             waitingFor: components["schemas"]["WaitingForResponse"] | null;
+        };
+        RunConcurrencyResponse: {
+            /**
+             * @description The key the workflow's concurrency.key gave for its input ('' without one)
+             * @example acme
+             */
+            key: string;
+            /** @description Runs with this key in progress at once, as its version said */
+            limit: number;
+            /** @description Queued beyond the limit: it starts once a run with its key ends */
+            waitsForPlace: boolean;
+            /**
+             * @description Why it waits, while it does
+             * @example 2 run(s) with the concurrency key 'acme' are in progress (limit 2); it starts when one ends
+             */
+            reason: string | null;
         };
         ItemCountsResponse: {
             total: number;
@@ -2270,6 +2339,8 @@ export interface components {
              * @description The run that retries this one (a run is retried once)
              */
             retriedBy: string | null;
+            /** @description Its workflow's concurrency key and whether it waits for a place; null without concurrency. A run canceled by the limit says why in error (CONCURRENCY_LIMIT) */
+            concurrency: components["schemas"]["RunConcurrencyResponse"] | null;
             /** @description In definition order */
             steps: components["schemas"]["StepRunResponse"][];
         };
@@ -2314,6 +2385,8 @@ export interface components {
              * @description The run that retries this one (a run is retried once)
              */
             retriedBy: string | null;
+            /** @description Its workflow's concurrency key and whether it waits for a place; null without concurrency. A run canceled by the limit says why in error (CONCURRENCY_LIMIT) */
+            concurrency: components["schemas"]["RunConcurrencyResponse"] | null;
         };
         RunPageResponse: {
             data: components["schemas"]["RunResponse"][];
@@ -7708,6 +7781,84 @@ export interface operations {
             };
         };
     };
+    AgentsController_events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: a reconnecting client gets what changed since, without the `state` event */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code EXECUTION_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     AgentsController_cancel: {
         parameters: {
             query?: never;
@@ -8775,6 +8926,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WorkflowRunsController_events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: a reconnecting client gets what changed since, without the `state` event */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
         };

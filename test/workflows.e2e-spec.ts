@@ -100,7 +100,7 @@ describe('workflows', () => {
         "step id 'a' is used twice",
       ],
       ['an unknown need', [{ id: 'a', ...jsonata('$'), needs: ['ghost'] }], 'steps[0].needs[0]', "needs 'ghost', which is not a step"],
-      ['no kind', [{ id: 'a' }], 'steps[0]', 'needs exactly one of agent, action, sleep, switch, map or workflow; it has none'],
+      ['no kind', [{ id: 'a' }], 'steps[0]', 'needs exactly one of agent, action, sleep, switch, map, workflow or wait; it has none'],
       ['two kinds', [{ id: 'a', agent: randomUUID(), ...jsonata('$') }], 'steps[0]', 'it has agent and action'],
       ['an unknown agent', [{ id: 'a', agent: randomUUID() }], 'steps[0].agent', 'in this organization'],
       ['a plugin not installed', [{ id: 'a', action: 'llm.chat' }], 'steps[0].action', "plugin 'llm' is not installed"],

@@ -13,9 +13,11 @@ export const LAST_EVENT_ID_DOC = {
   required: false,
   description: 'The id of the last event received: a reconnecting client gets what changed since, without the `state` event',
 };
+/** The 200 of a live stream: its own media type (its errors stay JSON envelopes). */
 export const LIVE_STREAM_DOC = {
   description:
     'text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state',
+  content: { 'text/event-stream': { schema: { type: 'string' } } },
 };
 
 /** One part of a record that moves on its own (a run, each of its steps). */

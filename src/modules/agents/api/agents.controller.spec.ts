@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { caller, controllerHarness, ControllerHarness, ORGANIZATION_ID } from '../../../../test/support/controller-harness';
+import { LiveStreams } from '../../../shared/http/live-record';
 import { expectError } from '../../../../test/support/envelope';
 import type { Principal } from '../../../shared/auth/principal';
 import { AgentsService } from '../application/agents.service';
@@ -58,6 +59,7 @@ describe('AgentsController: retry an execution', () => {
       [
         { provide: AgentsService, useValue: {} },
         { provide: ExecutionsService, useValue: executions },
+        { provide: LiveStreams, useValue: {} },
       ],
     );
   });

@@ -7,7 +7,6 @@ import {
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiProduces,
   ApiTags,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -172,7 +171,6 @@ export class AgentsController {
   @RequiresScope('agents:read')
   @AnyRole()
   @ApiOperation({ summary: "The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final" })
-  @ApiProduces('text/event-stream')
   @ApiHeader(LAST_EVENT_ID_DOC)
   @ApiOkResponse(LIVE_STREAM_DOC)
   @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import { type Principal, triggerOf } from '../../../shared/auth/principal';
@@ -96,7 +96,6 @@ export class WorkflowRunsController {
   @ApiOperation({
     summary: "The run's transitions as Server-Sent Events: `state` first, then `step` and `run` events until the run is final",
   })
-  @ApiProduces('text/event-stream')
   @ApiHeader(LAST_EVENT_ID_DOC)
   @ApiOkResponse(LIVE_STREAM_DOC)
   @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')

@@ -203,7 +203,7 @@ describe('waiting runs under SIGKILL', () => {
       name: 'sign-off',
       steps: [
         { id: 'before', agent },
-        { id: 'approve', wait: { for: 'approval', timeoutSeconds: 20, onTimeout: 'continue' }, needs: ['before'] },
+        { id: 'approve', wait: { for: 'approval', timeoutSeconds: 8, onTimeout: 'continue' }, needs: ['before'] },
         { id: 'after', agent, needs: ['approve'] },
       ],
     });

@@ -85,32 +85,23 @@ describe('workflow approvals and events', () => {
 
   describe('definition', () => {
     it('refuses waits that could not work, naming each problem', async () => {
+      const bad = [
+        { id: 'a', wait: { for: 'event' } },
+        { id: 'b', wait: { for: 'approval', event: 'x', key: 'input.id' } },
+        { id: 'c', wait: { for: 'event', event: 'paid', approvers: { roles: ['admin'] }, timeoutSeconds: 60 } },
+        { id: 'd', wait: { for: 'approval', schema: { type: 'nope' } } },
+      ];
       const res = await define({
         name: 'bad waits',
         timeoutMs: 60_000,
-        steps: [
-          { id: 'a', wait: { for: 'event' } },
-          { id: 'b', wait: { for: 'approval', event: 'x', key: 'input.id' } },
-          { id: 'c', wait: { for: 'event', event: 'paid', approvers: { roles: ['admin'] }, timeoutSeconds: 60 } },
-          { id: 'd', wait: { for: 'approval', schema: { type: 'nope' } } },
-          { id: 'e', wait: { for: 'approval', approvers: { roles: ['viewer'] } } },
-        ],
+        steps: [...bad, { id: 'e', wait: { for: 'approval', approvers: { roles: ['viewer'] } } }],
       });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('WORKFLOW_INVALID');
       const paths = (res.body.error.details as Array<{ path: string }>).map((d) => d.path);
       // The shape first: a viewer cannot approve (it may change nothing).
       expect(paths).toEqual(['steps[4].wait.approvers.roles[0]']);
-      const again = await define({
-        name: 'bad waits',
-        timeoutMs: 60_000,
-        steps: [
-          { id: 'a', wait: { for: 'event' } },
-          { id: 'b', wait: { for: 'approval', event: 'x', key: 'input.id' } },
-          { id: 'c', wait: { for: 'event', event: 'paid', approvers: { roles: ['admin'] }, timeoutSeconds: 60 } },
-          { id: 'd', wait: { for: 'approval', schema: { type: 'nope' } } },
-        ],
-      });
+      const again = await define({ name: 'bad waits', timeoutMs: 60_000, steps: bad });
       expect(again.status).toBe(400);
       const details = again.body.error.details as Array<{ path: string; message: string }>;
       expect(details.map((d) => d.path)).toEqual(

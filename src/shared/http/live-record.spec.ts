@@ -26,9 +26,10 @@ function fakeResponse(): { res: Response; written: () => string; ended: () => bo
 const request = (lastEventId?: string) => ({ get: () => lastEventId }) as unknown as Request;
 
 /** A source whose reads answer `views` in turn; its watch calls the check once per read, and answers null (a timeout) when it does not change. */
-function source(views: LiveView[]): LiveSource {
+function source(views: LiveView[], organizationId = 'org-1'): LiveSource {
   let i = 0;
   return {
+    organizationId,
     read: () => Promise.resolve(views[Math.min(i++, views.length - 1)]),
     watch: async <T>(_timeoutMs: number, check: () => Promise<T | null>) => check(),
   };
@@ -55,6 +56,41 @@ describe('LiveStreams', () => {
     const fresh = fakeResponse();
     await new LiveStreams().stream(request('b.c'), fresh.res, view('c', true), source([]));
     expect(fresh.written()).toBe('event: state\nid: c\ndata: {"thing":{"status":"c"}}\n\n');
+  });
+
+  it("refuses an organization's stream past its most open ones with 429, and takes it again once one ended", async () => {
+    const streams = new LiveStreams();
+    streams.maxPerOrganization = 1;
+    // A stream that waits on its record until released.
+    let release = () => {};
+    let open: Promise<void> = Promise.resolve();
+    const watching = new Promise<void>((started) => {
+      const held: LiveSource = {
+        organizationId: 'org-1',
+        read: () => Promise.resolve(view('b', true)),
+        watch: <T>(_timeoutMs: number, check: () => Promise<T | null>) =>
+          new Promise<T | null>((resolve) => {
+            release = () => void check().then(resolve);
+            started();
+          }),
+      };
+      open = streams.stream(request(), fakeResponse().res, view('a'), held);
+    });
+    await watching;
+    const refused = streams.stream(request(), fakeResponse().res, view('a'), source([view('a', true)]));
+    await expect(refused).rejects.toMatchObject({
+      code: 'RATE_LIMIT_EXCEEDED',
+      message: 'Your organization has 1 live streams open on this instance; close one first',
+    });
+    // Another organization's streams are counted apart.
+    const other = fakeResponse();
+    await streams.stream(request(), other.res, view('a'), source([view('b', true)], 'org-2'));
+    expect(other.ended()).toBe(true);
+    release();
+    await open;
+    const again = fakeResponse();
+    await streams.stream(request(), again.res, view('a', true), source([]));
+    expect(again.ended()).toBe(true);
   });
 
   it('ends its streams when the application shuts down', async () => {

@@ -1,9 +1,15 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { DomainError } from '../errors/domain-error';
 import { Failure } from '../jobs/outcome';
 
 /** A heartbeat comment this often keeps proxies from closing a quiet stream. */
 export const HEARTBEAT_MS = 15_000;
+/**
+ * Streams one organization may hold open on one instance: each holds a connection and reads
+ * its record at every change, so one organization's streams cannot take the instance's database.
+ */
+export const MAX_STREAMS_PER_ORGANIZATION = 100;
 /** A `Last-Event-ID` longer than this is not one of ours: the stream starts afresh. */
 const MAX_EVENT_ID = 8192;
 
@@ -43,6 +49,8 @@ export interface LiveView {
 }
 
 export interface LiveSource {
+  /** Whose record it is: streams are counted per organization. */
+  organizationId: string;
   /** The record as it stands (throws once it is gone: the stream ends). */
   read(): Promise<LiveView>;
   /** `check` at once, when the record changed (in any process) and on a short poll, until non-null or `timeoutMs`. */
@@ -66,13 +74,38 @@ export interface LiveSource {
  */
 @Injectable()
 export class LiveStreams implements BeforeApplicationShutdown {
+  maxPerOrganization = MAX_STREAMS_PER_ORGANIZATION;
   private stopping = false;
+  /** Streams open per organization. */
+  private readonly open = new Map<string, number>();
 
   beforeApplicationShutdown(): void {
     this.stopping = true;
   }
 
+  /** RATE_LIMIT_EXCEEDED (before anything is streamed) when the organization holds its most streams already. */
   async stream(req: Request, res: Response, first: LiveView, source: LiveSource, heartbeatMs = HEARTBEAT_MS): Promise<void> {
+    const { organizationId } = source;
+    const held = this.open.get(organizationId) ?? 0;
+    if (held >= this.maxPerOrganization) {
+      throw new DomainError(
+        'RATE_LIMIT_EXCEEDED',
+        `Your organization has ${this.maxPerOrganization} live streams open on this instance; close one first`,
+        undefined,
+        { 'Retry-After': String(heartbeatMs / 1000) },
+      );
+    }
+    this.open.set(organizationId, held + 1);
+    try {
+      await this.follow(req, res, first, source, heartbeatMs);
+    } finally {
+      const left = this.open.get(organizationId)! - 1;
+      if (left) this.open.set(organizationId, left);
+      else this.open.delete(organizationId);
+    }
+  }
+
+  private async follow(req: Request, res: Response, first: LiveView, source: LiveSource, heartbeatMs: number): Promise<void> {
     let closed = false;
     res.on('close', () => (closed = true));
     const over = () => closed || this.stopping;

@@ -173,7 +173,7 @@ export class AgentsController {
   @ApiOperation({ summary: "The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final" })
   @ApiHeader(LAST_EVENT_ID_DOC)
   @ApiOkResponse(LIVE_STREAM_DOC)
-  @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
+  @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND', 'RATE_LIMIT_EXCEEDED')
   async events(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,
@@ -183,6 +183,7 @@ export class AgentsController {
   ): Promise<void> {
     const read = async () => executionView(await this.executions.get(caller, id, executionId));
     await this.live.stream(req, res, await read(), {
+      organizationId: caller.organizationId,
       read,
       watch: (timeoutMs, check) => this.executions.watch(executionId, timeoutMs, check),
     });

@@ -98,7 +98,7 @@ export class WorkflowRunsController {
   })
   @ApiHeader(LAST_EVENT_ID_DOC)
   @ApiOkResponse(LIVE_STREAM_DOC)
-  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND')
+  @ApiErrors('VALIDATION_FAILED', 'RUN_NOT_FOUND', 'RATE_LIMIT_EXCEEDED')
   async events(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,
@@ -107,7 +107,11 @@ export class WorkflowRunsController {
     @Res() res: Response,
   ): Promise<void> {
     const read = async () => runView(await this.runs.getLive(caller, id, runId));
-    await this.live.stream(req, res, await read(), { read, watch: (timeoutMs, check) => this.runs.watch(runId, timeoutMs, check) });
+    await this.live.stream(req, res, await read(), {
+      organizationId: caller.organizationId,
+      read,
+      watch: (timeoutMs, check) => this.runs.watch(runId, timeoutMs, check),
+    });
   }
 
   @Get(':id/runs/:runId/steps/:stepId/items')

@@ -514,7 +514,7 @@ export class TypeOrmRunRepository extends RunRepository {
     const rows = await this.query<{ workflow_id: string; concurrency_key: string; concurrency_limit: number }>(
       `SELECT w.* FROM (
          SELECT DISTINCT ON (workflow_id, concurrency_key) workflow_id, concurrency_key, concurrency_limit FROM workflow_runs
-         WHERE status = 'queued' AND waits_for_place AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+         WHERE concurrency_key IS NOT NULL AND status = 'queued' AND waits_for_place AND created_at < now() - make_interval(secs => $1::double precision / 1000)
          ORDER BY workflow_id, concurrency_key, created_at
        ) w
        WHERE (SELECT count(*) FROM workflow_runs h

@@ -16,6 +16,7 @@ import { TypeOrmWaitRepository } from './infrastructure/typeorm-wait.repository'
 import { WaitRepository } from './domain/wait.repository';
 import { WaitsService } from './application/waits.service';
 import { WaitsController } from './api/waits.controller';
+import { WorkflowToolSource } from './application/workflow.tool';
 
 /** Workflow runs: the engine, its step kinds, the run records and their routes. */
 @Module({
@@ -27,6 +28,7 @@ import { WaitsController } from './api/waits.controller';
     RunJobs,
     WaitsService,
     RunConcurrency,
+    WorkflowToolSource,
     ...STEP_KIND_PROVIDERS,
     { provide: ChildRuns, useExisting: RunsService },
     { provide: RunRepository, useClass: TypeOrmRunRepository },

@@ -45,7 +45,13 @@ export type ScheduleTrigger = { type: 'schedule'; id: string; scheduledFor: stri
 export type WebhookTrigger = { type: 'webhook'; id: string; eventId: string };
 
 /** What started an execution or a run, as its `triggeredBy` shows it. */
-export type Trigger = ApiTrigger | ScheduleTrigger | WebhookTrigger | { type: 'workflow_run'; id: string };
+export type Trigger =
+  | ApiTrigger
+  | ScheduleTrigger
+  | WebhookTrigger
+  | { type: 'workflow_run'; id: string }
+  /** Another agent's execution, whose model called this agent or workflow as a tool. */
+  | { type: 'agent_execution'; id: string };
 
 /** The trigger of something a caller starts through the API. */
 export function triggerOf(principal: Principal): ApiTrigger {

@@ -26,7 +26,10 @@ export const LIVE_STREAM_DOC = {
   content: { 'text/event-stream': { schema: { type: 'string' } } },
 };
 
-/** One part of a record that moves on its own (a run, each of its steps). */
+/**
+ * One part of a record that moves on its own (a run, each of its steps). A record may gain
+ * parts as it goes (an execution's turns) but never lose one, and its last part stays last.
+ */
 export interface LivePart {
   /**
    * Changes with every transition of the part (its status and attempts, say), short and made
@@ -55,6 +58,11 @@ export interface LiveSource {
   read(): Promise<LiveView>;
   /** `check` at once, when the record changed (in any process) and on a short poll, until non-null or `timeoutMs`. */
   watch<T>(timeoutMs: number, check: () => Promise<T | null>): Promise<T | null>;
+  /**
+   * Events that are not part of the record (a model's text as it streams), written as they come,
+   * without an id; answers the function that stops them.
+   */
+  follow?(emit: (event: string, data: object) => void): () => void;
 }
 
 /**
@@ -113,6 +121,9 @@ export class LiveStreams implements BeforeApplicationShutdown {
     res.flushHeaders();
 
     let seen = seenVersions(req.get('last-event-id'), first);
+    const stopFollowing = source.follow?.((event, data) => {
+      if (!over()) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    });
     if (seen) {
       seen = send(res, first, seen);
     } else {
@@ -126,7 +137,8 @@ export class LiveStreams implements BeforeApplicationShutdown {
         const next = await source.watch(heartbeatMs, async () => {
           if (over()) return view;
           const read = await source.read();
-          return read.parts.some((p, i) => p.version !== known[i]) ? read : null;
+          const now = aligned(known, read.parts.length);
+          return read.parts.some((p, i) => p.version !== now[i]) ? read : null;
         });
         if (next) seen = send(res, (view = next), seen);
         else res.write(': heartbeat\n\n');
@@ -134,6 +146,7 @@ export class LiveStreams implements BeforeApplicationShutdown {
     } catch {
       // The database went away, or the record: the client reconnects with its Last-Event-ID.
     }
+    stopFollowing?.();
     res.end();
   }
 }
@@ -142,13 +155,19 @@ export class LiveStreams implements BeforeApplicationShutdown {
 function seenVersions(lastEventId: string | undefined, view: LiveView): string[] | null {
   if (!lastEventId || lastEventId.length > MAX_EVENT_ID) return null;
   const versions = lastEventId.split('.');
-  if (versions.length !== view.parts.length || !versions.every((v) => /^[0-9a-z]+$/.test(v))) return null;
-  return versions;
+  if (versions.length > view.parts.length || !versions.every((v) => /^[0-9a-z]*$/.test(v))) return null;
+  return aligned(versions, view.parts.length);
+}
+
+/** Versions seen of a record that has gained parts since: the new parts (before the last) are unseen. */
+function aligned(seen: string[], length: number): string[] {
+  if (seen.length >= length) return seen;
+  return [...seen.slice(0, -1), ...Array<string>(length - seen.length).fill(''), ...seen.slice(-1)];
 }
 
 /** One event per part whose version differs from `seen`, each with the versions after it; answers them. */
 function send(res: Response, view: LiveView, seen: string[]): string[] {
-  const now = [...seen];
+  const now = [...aligned(seen, view.parts.length)];
   view.parts.forEach((part, i) => {
     if (part.version === now[i]) return;
     now[i] = part.version;

@@ -31,6 +31,16 @@ import {
 import { ExecuteQuery, ExecuteRequestBody } from '../../../shared/http/execute-request.dto';
 import { ExecutionResponse } from '../execution.response';
 import { executionView } from './execution-events';
+import { ExecutionDetailResponse, TranscriptPageResponse, TurnResponse } from '../transcript.response';
+import { PageQuery } from '../../../shared/pagination/page-query.dto';
+
+/** Turns of a conversation shown in an execution's GET; GET .../transcript pages through the rest. */
+const FIRST_TURNS = 20;
+
+/** `Accept: text/event-stream` (and not JSON first): execute answers with the execution's live stream. */
+function wantsEventStream(req: Request): boolean {
+  return req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream';
+}
 
 @ApiTags('agents')
 @ApiBearerAuth()
@@ -110,7 +120,8 @@ export class AgentsController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Execute: recorded and queued durably, then 200 with the finished execution, or 202 with a Location if it is not done within `wait`',
+      'Execute: recorded and queued durably, then 200 with the finished execution, or 202 with a Location if it is not done within `wait`; ' +
+      "with `Accept: text/event-stream`, 200 with the execution's live stream (as GET .../events) until it is final",
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same execution' })
   @ApiOkResponse({ type: ExecutionResponse })
@@ -122,17 +133,24 @@ export class AgentsController {
     @Query() query: ExecuteQuery,
     @Body() body: ExecuteRequestBody,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<ExecutionResponse> {
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const streamed = wantsEventStream(req);
     const execution = await this.executions.execute(caller.organizationId, {
       agentId: id,
       input: body.input,
-      waitSeconds: query.wait,
+      waitSeconds: streamed ? 0 : query.wait,
       idempotencyKey: parseIdempotencyKey(idempotencyKey),
       triggeredBy: triggerOf(caller),
     });
-    if (!isFinished(execution)) res.status(202).location(`/api/agents/${id}/history/${execution.id}`);
-    return ExecutionResponse.of(execution);
+    const location = `/api/agents/${id}/history/${execution.id}`;
+    if (streamed) {
+      res.location(location);
+      return this.stream(caller, id, execution.id, req, res);
+    }
+    if (!isFinished(execution)) res.status(202).location(location);
+    res.json(ExecutionResponse.of(execution));
   }
 
   @Get(':id/history')
@@ -156,21 +174,41 @@ export class AgentsController {
   @Get(':id/history/:executionId')
   @RequiresScope('agents:read')
   @AnyRole()
-  @ApiOperation({ summary: 'One execution, whole' })
-  @ApiOkResponse({ type: ExecutionResponse })
+  @ApiOperation({ summary: 'One execution, whole: for an agent that calls tools, with its conversation (the first turns, then GET .../transcript)' })
+  @ApiOkResponse({ type: ExecutionDetailResponse })
   @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
   async execution(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,
     @Param('executionId', UuidParam) executionId: string,
-  ): Promise<ExecutionResponse> {
-    return ExecutionResponse.of(await this.executions.get(caller, id, executionId));
+  ): Promise<ExecutionDetailResponse> {
+    const { execution, totals, first } = await this.executions.detail(caller, id, executionId, FIRST_TURNS);
+    return ExecutionDetailResponse.detail(execution, totals, first);
+  }
+
+  @Get(':id/history/:executionId/transcript')
+  @RequiresScope('agents:read')
+  @AnyRole()
+  @ApiOperation({ summary: "The execution's conversation, a page of turns in order, each with its tool calls (empty for an agent that calls no tools)" })
+  @ApiOkResponse({ type: TranscriptPageResponse })
+  @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
+  async transcript(
+    @CurrentPrincipal() caller: Principal,
+    @Param('id', UuidParam) id: string,
+    @Param('executionId', UuidParam) executionId: string,
+    @Query() query: PageQuery,
+  ): Promise<TranscriptPageResponse> {
+    const page = await this.executions.transcript(caller, id, executionId, query);
+    return { data: page.data.map(TurnResponse.of), nextCursor: page.nextCursor };
   }
 
   @Get(':id/history/:executionId/events')
   @RequiresScope('agents:read')
   @AnyRole()
-  @ApiOperation({ summary: "The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final" })
+  @ApiOperation({
+    summary:
+      "The execution's transitions as Server-Sent Events: `state` first, then `turn` and `tool` events of a conversation, `delta` events of the model's text, and `execution` events until it is final",
+  })
   @ApiHeader(LAST_EVENT_ID_DOC)
   @ApiOkResponse(LIVE_STREAM_DOC)
   @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND', 'RATE_LIMIT_EXCEEDED')
@@ -181,11 +219,20 @@ export class AgentsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const read = async () => executionView(await this.executions.get(caller, id, executionId));
+    await this.stream(caller, id, executionId, req, res);
+  }
+
+  /** The execution's live stream (see LiveStreams), with the model's text as it comes (from this process). */
+  private async stream(caller: Principal, agentId: string, executionId: string, req: Request, res: Response): Promise<void> {
+    const read = async () => {
+      const { execution, turns } = await this.executions.withTurns(caller, agentId, executionId);
+      return executionView(execution, turns);
+    };
     await this.live.stream(req, res, await read(), {
       organizationId: caller.organizationId,
       read,
       watch: (timeoutMs, check) => this.executions.watch(executionId, timeoutMs, check),
+      follow: (emit) => this.executions.followDeltas(executionId, (delta) => emit('delta', delta)),
     });
   }
 

@@ -8,6 +8,8 @@ import { Installation } from '../../plugins/domain/installation';
 import { Capability, ExecuteRequest, ExecutionError, Plugin } from '../../plugins/domain/plugin';
 import { StartedAttempt } from '../domain/execution.repository';
 import { AgentExecutor } from './agent-executor';
+import { AgentRunner } from './agent-runner';
+import { AgentTools } from './tools/agent-tools';
 import { ExecutionJobs } from './execution-jobs';
 import { InMemoryExecutionRepository } from './execution.repository.fake';
 
@@ -107,7 +109,9 @@ function setup(limits: { maxAttempts?: number; timeoutMs?: number } = {}) {
     maxAttempts: limits.maxAttempts ?? 3,
   });
   const jobs = { work: jest.fn<void, [(started: StartedAttempt, signals: RunSignals) => Promise<RunResult>]>() };
-  const executor = new AgentExecutor(jobs as unknown as ExecutionJobs, executions, runner);
+  // Kinds without tools: the runner calls the plugin as it is.
+  const agents = new AgentRunner(runner, { usesTools: () => false } as unknown as AgentTools);
+  const executor = new AgentExecutor(jobs as unknown as ExecutionJobs, executions, agents, runner);
 
   const cancel = new AbortController();
   const lease = new AbortController();

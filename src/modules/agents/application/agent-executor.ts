@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { CapabilityRunner, isRetryable, PluginConfigs } from '../../plugins/application/capability-runner';
 import { ExecutionRepository, StartedAttempt } from '../domain/execution.repository';
+import { AgentRunner } from './agent-runner';
 import { ExecutionJobs } from './execution-jobs';
 
 /**
@@ -20,7 +21,8 @@ export class AgentExecutor implements OnModuleInit {
   constructor(
     private readonly jobs: ExecutionJobs,
     private readonly executions: ExecutionRepository,
-    private readonly runner: CapabilityRunner,
+    private readonly agents: AgentRunner,
+    runner: CapabilityRunner,
   ) {
     this.pluginConfigs = runner.configs(1000);
   }
@@ -31,12 +33,11 @@ export class AgentExecutor implements OnModuleInit {
 
   async attempt(attempt: StartedAttempt, signals: RunSignals): Promise<RunResult> {
     const { execution } = attempt;
-    const outcome = await this.runner.run({
-      kind: 'agentKinds',
-      qualified: attempt.kind,
-      organizationId: execution.organizationId,
+    const outcome = await this.agents.run({
+      agent: { organizationId: execution.organizationId, kind: attempt.kind, config: attempt.config },
+      executionId: execution.id,
+      depth: 0,
       pluginConfig: await this.pluginConfigs.get(execution.organizationId, attempt.kind),
-      config: attempt.config,
       input: execution.input,
       timeoutMs: attempt.timeoutMs,
       idempotencyKey: execution.id,

@@ -1,11 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { CANCELED, Outcome } from '../../../shared/jobs/outcome';
-import { CapabilityRunner } from '../../plugins/application/capability-runner';
 import { Agent } from '../domain/agent';
 import { AgentRepository } from '../domain/agent.repository';
-import { isFinished } from '../domain/execution';
+import { isFinished, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
+import { AgentAttempt, AgentRunner } from './agent-runner';
 import { ExecutionJobs } from './execution-jobs';
+
+/** An attempt of an execution carried by something else, which records its outcome. */
+export interface OwnedAttempt extends Omit<AgentAttempt, 'agent'> {
+  agent: Agent;
+  triggeredBy: Trigger;
+}
 
 export interface AgentStepAttempt {
   agent: Agent;
@@ -31,7 +37,7 @@ export class AgentSteps {
   constructor(
     private readonly agents: AgentRepository,
     private readonly executions: ExecutionRepository,
-    private readonly runner: CapabilityRunner,
+    private readonly runner: AgentRunner,
     private readonly jobs: ExecutionJobs,
   ) {}
 
@@ -41,19 +47,40 @@ export class AgentSteps {
   }
 
   /** One attempt. An execution already final (a worker died after recording it) answers its outcome again. */
-  async attempt(step: AgentStepAttempt): Promise<Outcome> {
-    const { agent } = step;
+  attempt(step: AgentStepAttempt): Promise<Outcome> {
+    return this.runOwned({
+      agent: step.agent,
+      executionId: step.executionId,
+      triggeredBy: { type: 'workflow_run', id: step.runId },
+      idempotencyKey: `${step.runId}:${step.stepId}`,
+      input: step.input,
+      timeoutMs: step.timeoutMs,
+      pluginConfig: step.pluginConfig,
+      cancel: step.cancel,
+      lease: step.lease,
+      context: { runId: step.runId, stepId: step.stepId, executionId: step.executionId },
+      depth: 0,
+    });
+  }
+
+  /**
+   * One attempt of an execution that something else carries (a run's step, another agent's
+   * tool call): inserted as `running` the first time, its attempts counted after; an execution
+   * already final answers its outcome again. Record the outcome with `finish`.
+   */
+  async runOwned(owned: OwnedAttempt): Promise<Outcome> {
+    const { agent, triggeredBy, ...attempt } = owned;
     const started = await this.executions.startOwned({
-      id: step.executionId,
+      id: owned.executionId,
       organizationId: agent.organizationId,
       agentId: agent.id,
       status: 'running',
-      input: step.input ?? null,
+      input: owned.input ?? null,
       output: null,
       error: null,
       attempts: 1,
       jobId: null,
-      triggeredBy: { type: 'workflow_run', id: step.runId },
+      triggeredBy,
       retryOf: null,
       retriedBy: null,
       createdAt: new Date(),
@@ -61,7 +88,7 @@ export class AgentSteps {
       finishedAt: null,
     });
     if (!started) {
-      const recorded = await this.executions.findById(step.executionId);
+      const recorded = await this.executions.findById(owned.executionId);
       if (recorded && isFinished(recorded)) {
         return recorded.status === 'succeeded'
           ? { status: 'succeeded', output: recorded.output }
@@ -72,19 +99,7 @@ export class AgentSteps {
       }
     }
     this.jobs.metrics.reached({ kind: agent.kind }, 'running');
-    return this.runner.run({
-      kind: 'agentKinds',
-      qualified: agent.kind,
-      organizationId: agent.organizationId,
-      pluginConfig: step.pluginConfig,
-      config: agent.config,
-      input: step.input,
-      timeoutMs: step.timeoutMs,
-      idempotencyKey: `${step.runId}:${step.stepId}`,
-      cancel: step.cancel,
-      lease: step.lease,
-      context: { runId: step.runId, stepId: step.stepId, executionId: step.executionId },
-    });
+    return this.runner.run({ ...attempt, agent });
   }
 
   /**

@@ -11,6 +11,7 @@ import { pluginNotFound, PluginsService } from '../../plugins/application/plugin
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { Agent, AGENT_LIMITS, AgentChanges, JsonObject } from '../domain/agent';
 import { AgentRepository } from '../domain/agent.repository';
+import { AgentTools, invalidTools } from './tools/agent-tools';
 
 /** What uses an agent: workflows register their check here; delete asks it. */
 export class AgentUsage extends UsageChecks {}
@@ -37,6 +38,7 @@ export class AgentsService implements OnModuleInit {
     private readonly registry: PluginRegistry,
     private readonly pluginUsage: PluginUsage,
     private readonly usage: AgentUsage,
+    private readonly tools: AgentTools,
   ) {}
 
   onModuleInit(): void {
@@ -111,6 +113,8 @@ export class AgentsService implements OnModuleInit {
     }
     const problems = this.registry.configProblems('agentKinds', kind, config, 'config');
     if (problems.length) throw new DomainError('VALIDATION_FAILED', `The config of agent kind '${kind}' is not valid`, problems);
+    const toolProblems = await this.tools.problems(organizationId, kind, config);
+    if (toolProblems.length) throw invalidTools(toolProblems);
     if (inputSchema) {
       const details = tenantSchemaProblems(inputSchema, 'inputSchema');
       if (details.length) throw new DomainError('VALIDATION_FAILED', 'The inputSchema cannot be used', details);

@@ -8,6 +8,8 @@ import { Execution } from '../domain/execution';
 import { agentNotFound, AgentsService } from './agents.service';
 import { ExecutionJobs } from './execution-jobs';
 import { InMemoryExecutionRepository } from './execution.repository.fake';
+import { TranscriptRepository } from '../domain/transcript.repository';
+import { AgentDeltas } from './agent-deltas';
 import { ExecutionsService } from './executions.service';
 
 /**
@@ -94,7 +96,14 @@ function setup() {
   const agents = new FakeAgentsService();
   const executions = new InMemoryExecutionRepository();
   const jobs = new FakeExecutionJobs(executions);
-  const service = new ExecutionsService(agents as unknown as AgentsService, executions, jobs as unknown as ExecutionJobs);
+  // These cases read no conversation: no transcript store, no deltas.
+  const service = new ExecutionsService(
+    agents as unknown as AgentsService,
+    executions,
+    jobs as unknown as ExecutionJobs,
+    {} as TranscriptRepository,
+    new AgentDeltas(),
+  );
   return { service, agents, executions, jobs };
 }
 

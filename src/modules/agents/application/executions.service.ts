@@ -6,7 +6,10 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
-import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
+import { JournalTurn } from '../../plugins/domain/agent-loop';
+import { TranscriptRepository, TranscriptTotals } from '../domain/transcript.repository';
+import { AgentDelta, AgentDeltas } from './agent-deltas';
 import { assertRetryable, Execution, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository } from '../domain/execution.repository';
 import { AgentsService } from './agents.service';
@@ -33,6 +36,8 @@ export class ExecutionsService {
     private readonly agents: AgentsService,
     private readonly executions: ExecutionRepository,
     private readonly jobs: ExecutionJobs,
+    private readonly transcripts: TranscriptRepository,
+    private readonly deltas: AgentDeltas,
   ) {}
 
   /**
@@ -53,6 +58,43 @@ export class ExecutionsService {
   /** For a live stream of execution `id`: `check` again whenever it changed, in any process (see `DurableJobKind.watch`). */
   watch<T>(id: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T | null> {
     return this.jobs.watch(id, timeoutMs, check);
+  }
+
+  /** The execution with every committed turn of its conversation (none for an agent that calls no tools). */
+  async withTurns(caller: Principal, agentId: string, id: string): Promise<{ execution: Execution; turns: JournalTurn[] }> {
+    const execution = await this.get(caller, agentId, id);
+    return { execution, turns: await this.transcripts.load(execution.id) };
+  }
+
+  /** The execution, its conversation's totals (null without one) and its first turns. */
+  async detail(
+    caller: Principal,
+    agentId: string,
+    id: string,
+    firstTurns: number,
+  ): Promise<{ execution: Execution; totals: TranscriptTotals | null; first: Page<JournalTurn> }> {
+    const execution = await this.get(caller, agentId, id);
+    const totals = await this.transcripts.totals(execution.id);
+    const first = totals ? await this.turnPage(execution, { limit: firstTurns }) : { data: [], nextCursor: null };
+    return { execution, totals, first };
+  }
+
+  /** A page of the execution's conversation, in turn order; EXECUTION_NOT_FOUND unless it is the organization's. */
+  async transcript(caller: Principal, agentId: string, id: string, page: PageRequest): Promise<Page<JournalTurn>> {
+    return this.turnPage(await this.get(caller, agentId, id), page);
+  }
+
+  private async turnPage(execution: Execution, page: PageRequest): Promise<Page<JournalTurn>> {
+    const after = page.cursor ? decodeIndexCursor(page.cursor) : 0;
+    const turns = await this.transcripts.page(execution.id, after, page.limit + 1);
+    const more = turns.length > page.limit;
+    const data = more ? turns.slice(0, page.limit) : turns;
+    return { data, nextCursor: more ? encodeIndexCursor(data[data.length - 1].turn) : null };
+  }
+
+  /** The model's text of the execution as it streams, in this process (see AgentDeltas). */
+  followDeltas(id: string, listener: (delta: AgentDelta) => void): () => void {
+    return this.deltas.follow(id, listener);
   }
 
   /** One agent's executions; AGENT_NOT_FOUND unless it is the caller's organization's. */

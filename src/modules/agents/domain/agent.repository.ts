@@ -11,4 +11,9 @@ export abstract class AgentRepository {
   abstract delete(organizationId: string, id: string): Promise<boolean>;
   /** Names of the organization's agents whose kind comes from the plugin. */
   abstract namesUsingPlugin(organizationId: string, slug: string): Promise<string[]>;
+  /**
+   * Names of the organization's agents with a tool whose `key` is `value` (`{ "agent": "<id>" }`),
+   * or starts with `value` and a dot when `prefix` (`{ "action": "transform.<any>" }`).
+   */
+  abstract namesWithTool(organizationId: string, key: string, value: string, prefix?: boolean): Promise<string[]>;
 }

@@ -52,6 +52,17 @@ export class TypeOrmAgentRepository extends AgentRepository {
     const rows = await this.rows.find({ where: { organizationId, pluginSlug: slug }, select: { name: true }, order: { name: 'ASC' } });
     return rows.map((r) => r.name);
   }
+
+  async namesWithTool(organizationId: string, key: string, value: string, prefix = false): Promise<string[]> {
+    const rows: Array<{ name: string }> = await this.txHost.tx.query(
+      `SELECT name FROM agents WHERE organization_id = $1 AND jsonb_typeof(config->'tools') = 'array'
+         AND EXISTS (SELECT 1 FROM jsonb_array_elements(config->'tools') t
+                     WHERE CASE WHEN $4 THEN starts_with(t->>$2, $3 || '.') ELSE t->>$2 = $3 END)
+       ORDER BY name`,
+      [organizationId, key, value, prefix],
+    );
+    return rows.map((r) => r.name);
+  }
 }
 
 /** jsonb columns take any JSON; TypeORM's deep-partial type cannot express that. */

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { canceled, failed, Outcome } from '../../../shared/jobs/outcome';
+import { AgentLoopPorts } from '../domain/agent-loop';
 import { ExecutionError, PluginLogger } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
 import { PluginsService } from './plugins.service';
@@ -22,6 +23,8 @@ export interface CapabilityCall {
   lease?: AbortSignal;
   /** Added to every log line the plugin writes. */
   context: Record<string, unknown>;
+  /** The tools and journal of an agent kind that calls tools. */
+  agentLoop?: AgentLoopPorts;
 }
 
 /** Failures worth another attempt: the remote side may answer next time. */
@@ -81,6 +84,7 @@ export class CapabilityRunner {
           timeoutMs: call.timeoutMs,
           idempotencyKey: call.idempotencyKey,
           logger: this.pluginLogger(call),
+          agentLoop: call.agentLoop,
         }),
         signal,
       );

@@ -5,7 +5,7 @@ import { schemaProblems } from '../../../shared/json-schema/json-schema.validato
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
 import { OutboundPolicy } from '../../../shared/outbound/outbound-policy';
 import { builtInPlugins } from '../catalog';
-import { Capability, Plugin } from '../domain/plugin';
+import { Capability, CapabilityManifest, Plugin } from '../domain/plugin';
 
 /** The catalog: every plugin this build ships, by slug. */
 @Injectable()
@@ -31,11 +31,17 @@ export class PluginRegistry {
    * must compile. The capability must exist.
    */
   configProblems(kind: 'agentKinds' | 'actions', qualified: string, config: Record<string, unknown>, root: string): ErrorDetail[] {
-    const { plugin, capability } = this.capability(kind, qualified)!;
-    const manifest = plugin.manifest[kind].find((c) => `${plugin.manifest.slug}.${c.name}` === qualified)!;
+    const { capability } = this.capability(kind, qualified)!;
+    const manifest = this.manifest(kind, qualified)!;
     const shape = schemaProblems(manifest.configSchema, config, root);
     if (shape.length) return shape;
     return (capability.checkConfig?.(config) ?? []).map((p) => ({ path: `${root}.${p.path}`, message: p.message }));
+  }
+
+  /** The manifest of an agent kind or action. */
+  manifest(kind: 'agentKinds' | 'actions', qualified: string): CapabilityManifest | undefined {
+    const [slug, name] = qualified.split('.', 2);
+    return this.plugins.get(slug)?.manifest[kind].find((c) => c.name === name);
   }
 
   /** `<slug>.<name>` of an agent kind or action, e.g. `http.agent`. */

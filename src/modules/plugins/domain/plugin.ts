@@ -3,6 +3,8 @@
  * plus one line in `catalog/index.ts`. The agent and workflow engines call `execute` on its
  * agent kinds and actions; nothing else in the service knows a plugin's internals.
  */
+import type { AgentLoopPorts } from './agent-loop';
+
 export type JsonSchema = Record<string, unknown>;
 
 export interface CapabilityManifest {
@@ -13,6 +15,11 @@ export interface CapabilityManifest {
   configSchema: JsonSchema;
   /** JSON Schema of the input, where the capability constrains it. */
   inputSchema?: JsonSchema;
+  /**
+   * The kind calls tools (`config.tools`): the service checks each tool when the config is
+   * saved, and runs the kind with `agentLoop` (see agent-loop.ts).
+   */
+  usesTools?: boolean;
 }
 
 export interface PluginManifest {
@@ -53,6 +60,8 @@ export interface ExecuteRequest {
   /** Stable across retries of the same execution or step; passed on to remote agents. */
   idempotencyKey: string;
   logger: PluginLogger;
+  /** The tools and the journal of a kind that `usesTools`. */
+  agentLoop?: AgentLoopPorts;
 }
 
 /** A problem with a config, `path` dotted from the config's root (e.g. `expression`). */
@@ -82,7 +91,9 @@ export type ExecutionErrorCode =
   | 'INVALID_INPUT'
   | 'EXPRESSION_FAILED'
   | 'EXPRESSION_TIMEOUT'
-  | 'OUTBOUND_REFUSED';
+  | 'OUTBOUND_REFUSED'
+  | 'AGENT_TURN_LIMIT'
+  | 'AGENT_TOKEN_LIMIT';
 
 /** How a capability reports failure: a stable code and a message safe to show the user. */
 export class ExecutionError extends Error {

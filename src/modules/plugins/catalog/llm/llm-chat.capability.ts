@@ -64,7 +64,7 @@ function upstreamMessage(status: number): string {
 }
 
 /** Belt and braces: no message leaves with the API key in it (e.g. echoed in a URL). */
-function redacted(error: unknown, apiKey: string | undefined): unknown {
+export function redacted(error: unknown, apiKey: string | undefined): unknown {
   if (!apiKey || !(error instanceof ExecutionError) || !error.message.includes(apiKey)) return error;
   return new ExecutionError(error.code, error.message.replaceAll(apiKey, '[redacted]'));
 }

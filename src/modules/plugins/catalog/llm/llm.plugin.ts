@@ -1,15 +1,17 @@
 import { Plugin } from '../../domain/plugin';
 import { HttpClient } from '../http-client';
+import { llmAgent, llmAgentManifest } from './llm-agent.capability';
 import { llmChat, llmChatManifest } from './llm-chat.capability';
 
-/** `llm.chat` against any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LM Studio, OpenAI). */
+/** `llm.chat` and `llm.agent` against any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LM Studio, OpenAI). */
 export function createLlmPlugin(client: HttpClient): Plugin {
   return {
     manifest: {
       slug: 'llm',
       name: 'LLM',
       version: '1.0.0',
-      description: 'Chat completions from an OpenAI-compatible endpoint, with prompt templates, text or JSON output and token usage.',
+      description:
+        'Chat completions from an OpenAI-compatible endpoint, with prompt templates, text or JSON output and token usage, and agents that call tools in a durable loop.',
       configSchema: {
         type: 'object',
         additionalProperties: false,
@@ -22,10 +24,10 @@ export function createLlmPlugin(client: HttpClient): Plugin {
       },
       secretFields: ['apiKey'],
       secretDestinationFields: ['baseUrl'],
-      agentKinds: [llmChatManifest],
+      agentKinds: [llmChatManifest, llmAgentManifest],
       actions: [],
     },
-    agentKinds: { chat: llmChat(client) },
+    agentKinds: { chat: llmChat(client), agent: llmAgent(client) },
     actions: {},
   };
 }

@@ -390,6 +390,45 @@ export async function upgradeFixture(input: FixtureInput) {
         },
       ],
     ],
+    // A tool-calling execution's journal: a turn that called a tool, and the call (a table the upgrade creates).
+    [
+      'agent_execution_steps',
+      [
+        {
+          execution_id: upperExecution,
+          turn: 1,
+          position: 0,
+          organization_id: acme,
+          call_id: null,
+          name: 'served-model',
+          body: {
+            reply: {
+              content: null,
+              toolCalls: [{ id: 'call_1', name: 'shout', arguments: '{"text":"hi"}' }],
+              usage: { promptTokens: 12, completionTokens: 5, totalTokens: 17 },
+              model: 'served-model',
+              finishReason: 'tool_calls',
+            },
+            repair: null,
+          },
+          result: null,
+          started_at: at(3700),
+          finished_at: at(3699),
+        },
+        {
+          execution_id: upperExecution,
+          turn: 1,
+          position: 1,
+          organization_id: acme,
+          call_id: 'call_1',
+          name: 'shout',
+          body: { arguments: { text: 'hi' } },
+          result: { status: 'succeeded', output: 'HI' },
+          started_at: at(3699),
+          finished_at: at(3698),
+        },
+      ],
+    ],
     ['installation_license', [{ id: 1, key: input.licenseKey, installed_by: admin, installed_at: at(9500) }]],
     // When the installation first started in trial mode (TRIAL=true); without TRIAL it changes nothing.
     ['installation_trial', [{ id: 1, started_at: at(9600) }]],

@@ -1,5 +1,3 @@
-import type { JsonSchema } from './plugin';
-
 /**
  * The contract between an agent kind that calls tools in a loop (`llm.agent`) and the service
  * that runs it. The plugin owns the conversation (its wire format, the bounds, the repair
@@ -13,7 +11,7 @@ export interface ToolSpec {
   name: string;
   description: string;
   /** JSON Schema of the tool's input (the model's arguments). */
-  parameters: JsonSchema;
+  parameters: Record<string, unknown>;
 }
 
 /** A tool call as the model asked for it. */

@@ -638,7 +638,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Execute: recorded and queued durably, then 200 with the finished execution, or 202 with a Location if it is not done within `wait` */
+        /** Execute: recorded and queued durably, then 200 with the finished execution, or 202 with a Location if it is not done within `wait`; with `Accept: text/event-stream`, 200 with the execution's live stream (as GET .../events) until it is final */
         post: operations["AgentsController_execute"];
         delete?: never;
         options?: never;
@@ -670,8 +670,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One execution, whole */
+        /** One execution, whole: for an agent that calls tools, with its conversation (the first turns, then GET .../transcript) */
         get: operations["AgentsController_execution"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/history/{executionId}/transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The execution's conversation, a page of turns in order, each with its tool calls (empty for an agent that calls no tools) */
+        get: operations["AgentsController_transcript"];
         put?: never;
         post?: never;
         delete?: never;
@@ -687,7 +704,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The execution's transitions as Server-Sent Events: `state` first, then `execution` events until it is final */
+        /** The execution's transitions as Server-Sent Events: `state` first, then `turn` and `tool` events of a conversation, `delta` events of the model's text, and `execution` events until it is final */
         get: operations["AgentsController_events"];
         put?: never;
         post?: never;
@@ -1984,10 +2001,10 @@ export interface components {
         };
         TriggeredByResponse: {
             /** @enum {string} */
-            type: "user" | "api_key" | "schedule" | "webhook" | "workflow_run";
+            type: "user" | "api_key" | "schedule" | "webhook" | "workflow_run" | "agent_execution";
             /**
              * Format: uuid
-             * @description The user, the API key, the schedule, the webhook trigger or the workflow run
+             * @description The user, the API key, the schedule, the webhook trigger, the workflow run or the agent execution
              */
             id: string;
             /**
@@ -2043,6 +2060,109 @@ export interface components {
         ExecutionPageResponse: {
             data: components["schemas"]["ExecutionResponse"][];
             nextCursor: string | null;
+        };
+        TokenUsageResponse: {
+            promptTokens: number;
+            completionTokens: number;
+            totalTokens: number;
+        };
+        ToolCallRequestResponse: {
+            /** @description The model's id of the call */
+            id: string;
+            name: string;
+            /** @description As the model sent them (a JSON text) */
+            arguments: string;
+        };
+        ToolCallResponse: {
+            callId: string;
+            /** @description The tool */
+            name: string;
+            /** @description The model's arguments, parsed (their text where they were not JSON) */
+            arguments: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            /**
+             * @description running: not finished (it runs again on the next attempt)
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed";
+            /** @description The tool's output, whole (the model is sent at most 16 KiB of it) */
+            output: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            /** @description What the model was told went wrong */
+            error: components["schemas"]["FailureResponse"] | null;
+            startedAt: string;
+            finishedAt: string | null;
+        };
+        TurnResponse: {
+            /** @description From 1 */
+            turn: number;
+            /** @description The model that answered */
+            model: string;
+            /** @description The model's text */
+            content: string | null;
+            /** @description The tool calls the model asked for */
+            toolCallsRequested: components["schemas"]["ToolCallRequestResponse"][];
+            usage: components["schemas"]["TokenUsageResponse"];
+            finishReason: string | null;
+            /** @description Sent back to the model after this turn: its answer did not match output.schema */
+            repair: string | null;
+            /** @description The calls this turn ran (none when a limit ended the execution first) */
+            toolCalls: components["schemas"]["ToolCallResponse"][];
+            startedAt: string;
+            finishedAt: string;
+        };
+        TranscriptPageResponse: {
+            data: components["schemas"]["TurnResponse"][];
+            /** @description Pass as `cursor` to GET .../transcript for the next turns */
+            nextCursor: string | null;
+        };
+        ConversationResponse: {
+            /** @description Model turns committed */
+            turns: number;
+            /** @description Tool calls started */
+            toolCalls: number;
+            /** @description Tokens of every turn */
+            usage: components["schemas"]["TokenUsageResponse"];
+            /** @description The first turns; GET .../transcript pages through the rest */
+            transcript: components["schemas"]["TranscriptPageResponse"];
+        };
+        ExecutionDetailResponse: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            agentId: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
+            /** @description Any JSON */
+            input: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            /** @description Any JSON; set when succeeded */
+            output: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
+            error: components["schemas"]["FailureResponse"] | null;
+            /** @description Attempts started so far */
+            attempts: number;
+            createdAt: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            durationMs: number | null;
+            triggeredBy: components["schemas"]["TriggeredByResponse"];
+            /**
+             * Format: uuid
+             * @description The execution this one retries
+             */
+            retryOf: string | null;
+            /**
+             * Format: uuid
+             * @description The execution that retries this one (retried once)
+             */
+            retriedBy: string | null;
+            /** @description For agents that call tools (llm.agent): the conversation so far */
+            conversation: components["schemas"]["ConversationResponse"] | null;
         };
         SleepBody: {
             /**
@@ -7722,7 +7842,87 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecutionResponse"];
+                    "application/json": components["schemas"]["ExecutionDetailResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code EXECUTION_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AgentsController_transcript: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptPageResponse"];
                 };
             };
             /** @description Error envelope; code VALIDATION_FAILED */

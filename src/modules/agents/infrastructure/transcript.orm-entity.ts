@@ -18,10 +18,13 @@ export class TranscriptRow {
   @Column('varchar', { name: 'call_id', length: 256, nullable: true }) callId!: string | null;
   /** The model that answered, or the tool called. */
   @Column('varchar', { length: 256 }) name!: string;
-  /** The model's reply and any repair message, or the call's arguments. */
-  @Column('jsonb') body!: unknown;
-  /** A tool call's result; null while it runs (and for the model's reply). */
-  @Column('jsonb', { nullable: true }) result!: unknown;
+  /**
+   * The model's reply and any repair message, or the call's arguments. `json`, not `jsonb`: kept
+   * as written, so a resumed conversation sends the model the very text the first attempt sent.
+   */
+  @Column('json') body!: unknown;
+  /** A tool call's result (`json`, as `body`); null while it runs (and for the model's reply). */
+  @Column('json', { nullable: true }) result!: unknown;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3 }) startedAt!: Date;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }

@@ -12,6 +12,8 @@ export interface ExchangeInit {
   maxResponseBytes: number;
   /** False for a response whose body nobody will read (a redirect being followed). */
   keepBody: (status: number, headers: Record<string, string>) => boolean;
+  /** Sees each chunk of a body that is kept, as it arrives. */
+  onBody?: (chunk: Buffer) => void;
   /** A pool of kept-alive connections to this target; without one, a fresh socket closed after the response. */
   agent?: Agent;
 }
@@ -46,7 +48,7 @@ export function exchange(target: OutboundTarget, init: ExchangeInit, signal: Abo
     request.on('response', (response) => {
       const headers = flattenHeaders(response.headers);
       const status = response.statusCode ?? 0;
-      const body = init.keepBody(status, headers) ? readCapped(response, init.maxResponseBytes) : discard(response);
+      const body = init.keepBody(status, headers) ? readCapped(response, init.maxResponseBytes, init.onBody) : discard(response);
       body.then((bytes) => {
         signal.removeEventListener('abort', onAbort);
         resolve({ status, headers, body: bytes, url: target.url.href });
@@ -63,8 +65,11 @@ function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
   };
 }
 
-/** Reads the body up to `max` bytes; past that, destroys the socket instead of reading on. */
-function readCapped(response: IncomingMessage, max: number): Promise<Buffer> {
+/**
+ * Reads the body up to `max` bytes, handing each chunk to `onBody`; past the cap, or when
+ * `onBody` throws, destroys the socket instead of reading on.
+ */
+function readCapped(response: IncomingMessage, max: number, onBody?: (chunk: Buffer) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const tooLarge = () => new OutboundError('RESPONSE_TOO_LARGE', `The response body exceeds ${max} bytes`);
     if (Number(response.headers['content-length']) > max) {
@@ -73,12 +78,19 @@ function readCapped(response: IncomingMessage, max: number): Promise<Buffer> {
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (error: unknown) => {
+      response.destroy();
+      reject(error as Error);
+    };
     response.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) {
-        response.destroy();
-        reject(tooLarge());
-      } else chunks.push(chunk);
+      if (size > max) return stop(tooLarge());
+      chunks.push(chunk);
+      try {
+        onBody?.(chunk);
+      } catch (error) {
+        stop(error);
+      }
     });
     response.on('end', () => resolve(Buffer.concat(chunks, size)));
     response.on('error', () => reject(new OutboundError('CONNECT_FAILED', 'The connection closed before the response was complete')));

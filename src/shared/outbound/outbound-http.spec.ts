@@ -9,6 +9,8 @@ import { type OutboundErrorCode, type OutboundRequest, type Resolver } from './o
 class LoopbackServer {
   readonly hits: string[] = [];
   streamClosed = false;
+  /** Ends the response of `/drip`, which waits for it after its first chunk. */
+  endDrip: (() => void) | undefined;
   private readonly server: Server = createServer((req, res) => this.route(req, res));
 
   get port() {
@@ -55,6 +57,13 @@ class LoopbackServer {
         });
         return;
       }
+      case '/drip':
+        res.writeHead(200).write('first ');
+        this.endDrip = () => {
+          this.endDrip = undefined;
+          res.end('second');
+        };
+        return;
       case '/hang':
         return;
       default:
@@ -108,6 +117,28 @@ describe('OutboundHttp', () => {
       const response = await http.request(get(`${origin}/echo`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } }));
       const echo = JSON.parse(response.body.toString());
       expect(echo).toMatchObject({ method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    });
+
+    it('hands each body chunk to onBody as it arrives, before the response ends', async () => {
+      const seen: string[] = [];
+      const onBody = (chunk: Buffer) => {
+        seen.push(chunk.toString());
+        server.endDrip?.();
+      };
+      const response = await http.request(get(`${origin}/drip`, { onBody }));
+      expect(seen).toEqual(['first ', 'second']);
+      expect(response.body.toString()).toBe('first second');
+    });
+
+    it('stops reading and fails with the error onBody throws', async () => {
+      server.streamClosed = false;
+      const stop = new Error('enough');
+      const onBody = () => {
+        throw stop;
+      };
+      await expect(http.request(get(`${origin}/endless`, { onBody }))).rejects.toBe(stop);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(server.streamClosed).toBe(true);
     });
 
     it('reports a refused connection as CONNECT_FAILED without leaking request headers', async () => {

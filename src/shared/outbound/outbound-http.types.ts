@@ -22,6 +22,11 @@ export interface OutboundRequest {
    * each request is still checked by the guard first.
    */
   keepAlive?: boolean;
+  /**
+   * Called with each body chunk of the final response as it arrives (to read a stream while it
+   * lasts); the body is still collected and capped. A throw ends the read and fails the request.
+   */
+  onBody?: (chunk: Buffer) => void;
 }
 
 export interface OutboundResponse {

@@ -1,3 +1,4 @@
+import type { TokenUsage } from '../../domain/agent-loop';
 import { ExecutionError } from '../../domain/plugin';
 
 /** Installation config of the llm plugin. */
@@ -19,7 +20,7 @@ export interface LlmChatConfig {
 export interface LlmChatOutput {
   text?: string;
   json?: unknown;
-  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  usage: TokenUsage;
   model: string;
   finishReason: string | null;
 }
@@ -29,6 +30,18 @@ export function completionsUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
   url.pathname = `${withoutTrailingSlashes(url.pathname)}/chat/completions`;
   return url.toString();
+}
+
+/** The message of a non-2xx answer (its body is not echoed: it may quote the key). */
+export function upstreamMessage(status: number): string {
+  if (status === 429) return 'LLM endpoint answered 429 (rate limited)';
+  return status >= 500 ? `LLM endpoint answered ${status} (server error)` : `LLM endpoint answered ${status}`;
+}
+
+/** Belt and braces: no message leaves with the API key in it (e.g. echoed in a URL). */
+export function redacted(error: unknown, apiKey: string | undefined): unknown {
+  if (!apiKey || !(error instanceof ExecutionError) || !error.message.includes(apiKey)) return error;
+  return new ExecutionError(error.code, error.message.replaceAll(apiKey, '[redacted]'));
 }
 
 /** The OpenAI-compatible request body. */
@@ -55,10 +68,8 @@ export function readChatReply(reply: unknown, config: LlmChatConfig, model: stri
   const choice = Array.isArray(choices) ? choices[0] : undefined;
   const content = choice?.message?.content;
   if (typeof content !== 'string') throw new ExecutionError('INVALID_OUTPUT', 'The LLM reply has no message content');
-  const promptTokens = count(usage?.prompt_tokens);
-  const completionTokens = count(usage?.completion_tokens);
   const result = {
-    usage: { promptTokens, completionTokens, totalTokens: count(usage?.total_tokens) || promptTokens + completionTokens },
+    usage: tokenUsage(usage),
     model: typeof answeredModel === 'string' ? answeredModel : model,
     finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : null,
   };
@@ -87,6 +98,14 @@ export function unfenced(text: string): string {
   const info = text.slice(FENCE.length, lineEnd).trim().toLowerCase();
   if (info !== '' && info !== 'json') return text;
   return text.slice(lineEnd + 1, text.length - FENCE.length);
+}
+
+/** An OpenAI `usage` object read leniently: a missing count is 0, a missing total the sum. */
+export function tokenUsage(usage: unknown): TokenUsage {
+  const counts = (typeof usage === 'object' && usage !== null ? usage : {}) as NonNullable<ChatReply['usage']>;
+  const promptTokens = count(counts.prompt_tokens);
+  const completionTokens = count(counts.completion_tokens);
+  return { promptTokens, completionTokens, totalTokens: count(counts.total_tokens) || promptTokens + completionTokens };
 }
 
 function count(value: unknown): number {

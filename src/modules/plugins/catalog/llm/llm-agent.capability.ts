@@ -2,8 +2,7 @@ import { schemaProblems, tenantSchemaProblems } from '../../../../shared/json-sc
 import { AgentLoopPorts, JournalCall, JournalTurn, ModelReply, ToolResult } from '../../domain/agent-loop';
 import { Capability, CapabilityManifest, ExecutionError, JsonSchema } from '../../domain/plugin';
 import { HttpClient } from '../http-client';
-import { LlmInstallConfig, unfenced } from './chat-completion';
-import { redacted } from './llm-chat.capability';
+import { LlmInstallConfig, redacted, unfenced } from './chat-completion';
 import { ChatMessage, modelTurn } from './model-turn';
 import { renderPrompt } from './prompt.template';
 

@@ -2,7 +2,16 @@ import { Capability, CapabilityManifest, ExecutionError } from '../../domain/plu
 import { HttpClient, MAX_RESPONSE_BYTES } from '../http-client';
 import { isSuccess, jsonPayload, parseJsonBody } from '../json-body';
 import { fromOutboundError } from '../outbound-error.mapper';
-import { chatRequestBody, completionsUrl, LlmChatConfig, LlmChatOutput, LlmInstallConfig, readChatReply } from './chat-completion';
+import {
+  chatRequestBody,
+  completionsUrl,
+  LlmChatConfig,
+  LlmChatOutput,
+  LlmInstallConfig,
+  readChatReply,
+  redacted,
+  upstreamMessage,
+} from './chat-completion';
 import { renderPrompt } from './prompt.template';
 
 export const llmChatManifest: CapabilityManifest = {
@@ -56,15 +65,4 @@ export function llmChat(client: HttpClient): Capability {
       }
     },
   };
-}
-
-function upstreamMessage(status: number): string {
-  if (status === 429) return 'LLM endpoint answered 429 (rate limited)';
-  return status >= 500 ? `LLM endpoint answered ${status} (server error)` : `LLM endpoint answered ${status}`;
-}
-
-/** Belt and braces: no message leaves with the API key in it (e.g. echoed in a URL). */
-export function redacted(error: unknown, apiKey: string | undefined): unknown {
-  if (!apiKey || !(error instanceof ExecutionError) || !error.message.includes(apiKey)) return error;
-  return new ExecutionError(error.code, error.message.replaceAll(apiKey, '[redacted]'));
 }

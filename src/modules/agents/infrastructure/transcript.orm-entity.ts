@@ -9,7 +9,8 @@ import { ExecutionRow } from './execution.orm-entity';
 @Entity('agent_execution_steps')
 export class TranscriptRow {
   @PrimaryColumn('uuid', { name: 'execution_id', primaryKeyConstraintName: 'PK_agent_execution_steps' }) executionId!: string;
-  @ManyToOne(() => ExecutionRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'execution_id', foreignKeyConstraintName: 'FK_agent_execution_steps_execution' })
+  @ManyToOne(() => ExecutionRow, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'execution_id', foreignKeyConstraintName: 'FK_agent_execution_steps_execution' })
   execution?: ExecutionRow;
   @PrimaryColumn('integer', { primaryKeyConstraintName: 'PK_agent_execution_steps' }) turn!: number;
   @PrimaryColumn('smallint', { primaryKeyConstraintName: 'PK_agent_execution_steps' }) position!: number;

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { executionsWithoutLiveJob, install, registerAgent, settled } from '../support/agents';
 import { eventually } from '../support/eventually';
-import { answer, FakeLlm, LlmReply, startFakeLlm, toolCalls } from '../support/fake-llm';
+import { answer, FakeLlm, LlmReply, startFakeLlm, streamChunks, toolCalls } from '../support/fake-llm';
+import { openEventStream } from '../support/event-stream';
 import { LoopbackServer, RecordedRequest, sendJson, startLoopbackServer } from '../support/loopback-server';
 import { ServiceProcess, startService } from '../support/service-process';
 import { bearer, createTestApp, TestApp, TestOrg } from '../support/test-app';
@@ -263,5 +265,41 @@ describe('llm.agent under worker crashes', () => {
       .get(DataSource)
       .query<Array<{ status: string }>>(`SELECT status FROM agent_executions WHERE triggered_by->>'id' = $1`, [executionId]);
     expect(owned).toEqual([{ status: 'succeeded' }]);
+  });
+
+  it("streams the model's text from the worker that runs the execution to a live stream served by the API process", async () => {
+    workers.push(await startService(WORKER_ENV));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The text streams, then the reply waits (no finish) until the API's stream has shown it.
+    const chunks = streamChunks({ content: 'Hello from the worker' }, 4);
+    llm.script((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const chunk of chunks.slice(0, -2)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      void released.then(() => {
+        for (const chunk of chunks.slice(-2)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        res.end('data: [DONE]\n\n');
+      });
+    });
+    const { agentId, executionId } = await start('/deltas');
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    const stream = await openEventStream(`${base}/api/agents/${agentId}/history/${executionId}/events`, bearer(org.viewer));
+    try {
+      const text = () =>
+        stream.events
+          .filter((e) => e.event === 'delta')
+          .map((e) => e.data.text)
+          .join('');
+      await eventually(() => text() === 'Hello from the worker', { timeoutMs: 20_000, message: 'the deltas on the API process' });
+      expect(stream.events.filter((e) => e.event === 'delta').every((e) => e.data.turn === 1)).toBe(true);
+      release();
+      const final = await stream.until((e) => e.event === 'execution' && e.data.status === 'succeeded', 20_000);
+      expect(final.data.executionId).toBe(executionId);
+      expect(stream.events.find((e) => e.event === 'turn')?.data).toMatchObject({ turn: 1, content: 'Hello from the worker' });
+    } finally {
+      release();
+      stream.close();
+    }
   });
 });

@@ -574,6 +574,31 @@ describe('agents that call tools (llm.agent)', () => {
       ]);
     });
 
+    it('runs as a workflow step: the step answers with the conversation, kept on the step’s execution', async () => {
+      const agent = await toolAgent({ tools: [SHOUT] }, { name: 'step assistant' });
+      const workflow = await t
+        .http()
+        .post('/api/workflows')
+        .set(bearer(org.admin))
+        .send({ name: 'Ask the assistant', steps: [{ id: 'ask', agent, input: 'input' }], output: 'steps.ask.output.text' });
+      expect(workflow.status).toBe(201);
+      llm.script(toolCalls([{ id: 'call_s', name: 'transform_jsonata', arguments: { text: 'hey' } }]), answer('It shouts HEY'));
+
+      const run = await t
+        .http()
+        .post(`/api/workflows/${workflow.body.id}/run?wait=15`)
+        .set(bearer(org.member))
+        .send({ input: 'Shout hey' });
+      expect(run.body).toMatchObject({ status: 'succeeded', output: 'It shouts HEY' });
+      const executionId = (run.body.steps as Array<{ id: string; executionId: string }>).find((s) => s.id === 'ask')!.executionId;
+      const execution = await detail(agent, executionId);
+      expect(execution).toMatchObject({ status: 'succeeded', triggeredBy: { type: 'workflow_run', id: run.body.id } });
+      expect(execution.conversation).toMatchObject({ turns: 2, toolCalls: 1 });
+      expect(execution.conversation.transcript.data[0].toolCalls).toEqual([
+        expect.objectContaining({ callId: 'call_s', status: 'succeeded', output: { shout: 'HEY' } }),
+      ]);
+    });
+
     it('refuses to delete an agent another agent calls (AGENT_IN_USE), and deletes it once unused', async () => {
       const res = await t.http().delete(`/api/agents/${converter}`).set(bearer(org.admin));
       expectError(res, 409, 'AGENT_IN_USE');

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { DomainError, ErrorDetail } from '../../../../shared/errors/domain-error';
-import { schemaProblems, tenantSchemaProblems } from '../../../../shared/json-schema/json-schema.validator';
+import { tenantSchemaProblems, tenantValueProblems } from '../../../../shared/json-schema/json-schema.validator';
 import { Metrics } from '../../../../shared/metrics/metrics';
 import { AgentJournal, AgentLoopPorts, ToolResult, ToolSpec } from '../../../plugins/domain/agent-loop';
 import { PluginRegistry } from '../../../plugins/application/plugin-registry';
@@ -126,7 +126,7 @@ export class AgentTools {
   ): Promise<ToolResult> {
     if (!found)
       return { status: 'failed', error: { code: 'TOOL_NOT_FOUND', message: 'No tool has that name; call one of the tools offered' } };
-    const problems = schemaProblems(found.spec.parameters, input, 'arguments');
+    const problems = tenantValueProblems(found.spec.parameters, input, 'arguments');
     if (problems.length) {
       const message = problems.map((p) => `${p.path}: ${p.message}`).join('; ');
       return {

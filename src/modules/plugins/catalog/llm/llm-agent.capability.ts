@@ -1,4 +1,4 @@
-import { schemaProblems, tenantSchemaProblems } from '../../../../shared/json-schema/json-schema.validator';
+import { tenantSchemaProblems, tenantValueProblems } from '../../../../shared/json-schema/json-schema.validator';
 import { AgentLoopPorts, JournalCall, JournalTurn, ModelReply, ToolResult } from '../../domain/agent-loop';
 import { Capability, CapabilityManifest, ExecutionError, JsonSchema } from '../../domain/plugin';
 import { HttpClient } from '../http-client';
@@ -205,7 +205,7 @@ class Conversation {
     if (!schema) return null;
     const parsed = parseJson(content ?? '');
     if (!parsed.ok) return 'it is not JSON';
-    const details = schemaProblems(schema, parsed.value, 'answer');
+    const details = tenantValueProblems(schema, parsed.value, 'answer');
     return details.length ? details.map((d) => `${d.path}: ${d.message}`).join('; ') : null;
   }
 

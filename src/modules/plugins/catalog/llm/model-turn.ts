@@ -59,6 +59,8 @@ export async function modelTurn(client: HttpClient, request: ModelTurnRequest): 
         timeoutMs: request.timeoutMs,
         maxResponseBytes: MAX_STREAM_BYTES,
         maxRedirects: 0,
+        // A conversation asks the same server turn after turn: its connections are kept (each request still checked).
+        keepAlive: true,
         // Fed whatever arrives: only an event stream has `data:` lines for it to read.
         onBody: (chunk) => stream.feed(chunk),
       })

@@ -25,7 +25,11 @@ describe('plugins', () => {
     const slugs = res.body.data.map((p: { slug: string }) => p.slug).sort();
     expect(slugs).toEqual(['http', 'llm', 'transform']);
     const llm = res.body.data.find((p: { slug: string }) => p.slug === 'llm');
-    expect(llm).toMatchObject({ installed: false, secretFields: ['apiKey'], agentKinds: [expect.objectContaining({ kind: 'llm.chat' })] });
+    expect(llm).toMatchObject({
+      installed: false,
+      secretFields: ['apiKey'],
+      agentKinds: [expect.objectContaining({ kind: 'llm.chat' }), expect.objectContaining({ kind: 'llm.agent' })],
+    });
     expect(res.body.data.find((p: { slug: string }) => p.slug === 'transform').actions[0].kind).toBe('transform.jsonata');
   });
 
@@ -80,7 +84,7 @@ describe('plugins', () => {
     const res = await t.http().get('/api/plugins/llm').set(bearer(org.viewer));
     expect(res.status).toBe(200);
     expect(res.body.config).toEqual({ ...LLM_CONFIG, apiKey: '********' });
-    expect(res.body.agentKinds.map((k: { kind: string }) => k.kind)).toEqual(['llm.chat']);
+    expect(res.body.agentKinds.map((k: { kind: string }) => k.kind)).toEqual(['llm.chat', 'llm.agent']);
     for (const path of ['/api/plugins', '/api/plugin-catalog', '/api/plugins/llm']) {
       expect(JSON.stringify((await t.http().get(path).set(bearer(org.admin))).body)).not.toContain(LLM_CONFIG.apiKey);
     }

@@ -6,6 +6,10 @@ import { DatabaseConnection } from '../database/database.module';
 import { Coalescer } from '../shared/batching/coalescer';
 
 const CHANNEL = 'platform_signals';
+/** Messages with data (not in any row: a model's text as it streams), on a channel of their own. */
+const DATA_CHANNEL = 'platform_signal_data';
+/** The most of a message's data one NOTIFY carries (a payload holds under 8000 bytes, with its envelope). */
+const MAX_SIGNAL_DATA = 7000;
 /** How often a waiter re-reads its row when no signal comes (a lost NOTIFY, a dropped listener). */
 const POLL_MS = 1000;
 const RECONNECT_MS = [250, 500, 1000, 2000, 5000];
@@ -56,6 +60,20 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   /**
+   * Sends `data` (at most MAX_SIGNAL_DATA characters) about `id` to the other processes, best
+   * effort, for their `onData` handlers; this process is not told (it knows already).
+   */
+  broadcast(topic: string, id: string, data: string): void {
+    if (this.connection.singleSession || this.stopped) return;
+    void this.notify(JSON.stringify([this.origin, topic, id, data.slice(0, MAX_SIGNAL_DATA)]), DATA_CHANNEL);
+  }
+
+  /** Calls `handler` with what other processes `broadcast` on `topic`. */
+  onData(topic: string, handler: (id: string, data: string) => void): void {
+    this.local.on(`data:${topic}`, handler);
+  }
+
+  /**
    * Calls `check` until it answers non-null or `timeoutMs` passes (then null): at once, on each
    * `topic` signal for `id`, and at least every `pollMs` (a second).
    */
@@ -98,14 +116,14 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     return signals.map(() => undefined);
   });
 
-  private async notify(payload: string): Promise<void> {
+  private async notify(payload: string, channel = CHANNEL): Promise<void> {
     if (!this.publisher) {
       this.publisher = new Pool({ connectionString: this.connection.url, max: 1, application_name: 'platform-signals' });
       // A dropped idle connection is replaced on the next signal.
       this.publisher.on('error', () => undefined);
     }
     try {
-      await this.publisher.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+      await this.publisher.query('SELECT pg_notify($1, $2)', [channel, payload]);
     } catch (error) {
       this.logger.debug(`Signal not sent: ${(error as Error).message}`);
     }
@@ -126,19 +144,29 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     client.on('error', retry);
     client.on('end', retry);
     client.on('notification', (message) => {
+      if (message.channel === DATA_CHANNEL) return this.receiveData(message.payload ?? '');
       const [origin, ...signals] = (message.payload ?? '').split(/[|;]/);
       if (origin === this.origin) return;
       for (let i = 0; i + 1 < signals.length; i += 2) this.deliver(signals[i], signals[i + 1]);
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${CHANNEL}; LISTEN ${DATA_CHANNEL}`);
       if (this.stopped) return void client.end().catch(() => undefined);
       this.listener = client;
       this.failures = 0;
     } catch (error) {
       this.logger.warn(`Signal listener not connected: ${(error as Error).message}`);
       retry();
+    }
+  }
+
+  private receiveData(payload: string): void {
+    try {
+      const [origin, topic, id, data] = JSON.parse(payload) as [string, string, string, string];
+      if (origin !== this.origin) this.local.emit(`data:${topic}`, id, data);
+    } catch {
+      // Not one of ours: nothing to deliver.
     }
   }
 

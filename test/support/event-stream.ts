@@ -26,12 +26,17 @@ export interface EventStream {
 
 /**
  * Opens `url` as an EventSource would (Node's fetch, parsed by hand): `headers` are sent as
- * they are (`Last-Event-ID` to resume). An answer that is not `text/event-stream` is read whole
- * into `body`.
+ * they are (`Last-Event-ID` to resume). A GET unless `request` says otherwise (a POST with its
+ * body, for a stream that starts what it follows). An answer that is not `text/event-stream`
+ * is read whole into `body`.
  */
-export async function openEventStream(url: string, headers: Record<string, string>): Promise<EventStream> {
+export async function openEventStream(
+  url: string,
+  headers: Record<string, string>,
+  request: { method?: string; body?: string } = {},
+): Promise<EventStream> {
   const abort = new AbortController();
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
+  const res = await fetch(url, { ...request, headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
   const contentType = res.headers.get('content-type');
   const events: StreamEvent[] = [];
   const comments: string[] = [];

@@ -55,7 +55,11 @@ export class TurnResponse {
   toolCallsRequested!: ToolCallRequestResponse[];
   @ApiProperty({ type: TokenUsageResponse }) usage!: TokenUsage;
   @ApiProperty({ type: String, nullable: true }) finishReason!: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'Sent back to the model after this turn: its answer did not match output.schema' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Sent back to the model after this turn: its answer did not match output.schema',
+  })
   repair!: string | null;
   @ApiProperty({ type: [ToolCallResponse], description: 'The calls this turn ran (none when a limit ended the execution first)' })
   toolCalls!: ToolCallResponse[];
@@ -95,10 +99,18 @@ export class ConversationResponse {
 
 /** One execution whole: with its conversation when its agent calls tools. */
 export class ExecutionDetailResponse extends ExecutionResponse {
-  @ApiProperty({ type: ConversationResponse, nullable: true, description: 'For agents that call tools (llm.agent): the conversation so far' })
+  @ApiProperty({
+    type: ConversationResponse,
+    nullable: true,
+    description: 'For agents that call tools (llm.agent): the conversation so far',
+  })
   conversation!: ConversationResponse | null;
 
-  static detail(execution: Execution, totals: TranscriptTotals | null, first: { data: JournalTurn[]; nextCursor: string | null }): ExecutionDetailResponse {
+  static detail(
+    execution: Execution,
+    totals: TranscriptTotals | null,
+    first: { data: JournalTurn[]; nextCursor: string | null },
+  ): ExecutionDetailResponse {
     return {
       ...ExecutionResponse.of(execution),
       conversation: totals && {

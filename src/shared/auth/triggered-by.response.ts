@@ -3,7 +3,11 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 /** What started an execution or a run. */
 export class TriggeredByResponse {
   @ApiProperty({ enum: ['user', 'api_key', 'schedule', 'webhook', 'workflow_run', 'agent_execution'] }) type!: string;
-  @ApiProperty({ format: 'uuid', description: 'The user, the API key, the schedule, the webhook trigger, the workflow run or the agent execution' }) id!: string;
+  @ApiProperty({
+    format: 'uuid',
+    description: 'The user, the API key, the schedule, the webhook trigger, the workflow run or the agent execution',
+  })
+  id!: string;
   @ApiPropertyOptional({ format: 'uuid', description: 'The service account that holds the key (type api_key)' })
   serviceAccountId?: string;
   @ApiPropertyOptional({ format: 'date-time', description: 'The occurrence of the schedule that started it (type schedule)' })

@@ -174,7 +174,9 @@ export class AgentsController {
   @Get(':id/history/:executionId')
   @RequiresScope('agents:read')
   @AnyRole()
-  @ApiOperation({ summary: 'One execution, whole: for an agent that calls tools, with its conversation (the first turns, then GET .../transcript)' })
+  @ApiOperation({
+    summary: 'One execution, whole: for an agent that calls tools, with its conversation (the first turns, then GET .../transcript)',
+  })
   @ApiOkResponse({ type: ExecutionDetailResponse })
   @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
   async execution(
@@ -189,7 +191,9 @@ export class AgentsController {
   @Get(':id/history/:executionId/transcript')
   @RequiresScope('agents:read')
   @AnyRole()
-  @ApiOperation({ summary: "The execution's conversation, a page of turns in order, each with its tool calls (empty for an agent that calls no tools)" })
+  @ApiOperation({
+    summary: "The execution's conversation, a page of turns in order, each with its tool calls (empty for an agent that calls no tools)",
+  })
   @ApiOkResponse({ type: TranscriptPageResponse })
   @ApiErrors('VALIDATION_FAILED', 'EXECUTION_NOT_FOUND')
   async transcript(

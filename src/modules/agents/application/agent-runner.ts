@@ -22,7 +22,13 @@ export class AgentRunner {
 
   async run(attempt: AgentAttempt): Promise<Outcome> {
     const { agent, executionId, depth, ...call } = attempt;
-    const base = { ...call, kind: 'agentKinds' as const, qualified: agent.kind, organizationId: agent.organizationId, config: agent.config };
+    const base = {
+      ...call,
+      kind: 'agentKinds' as const,
+      qualified: agent.kind,
+      organizationId: agent.organizationId,
+      config: agent.config,
+    };
     if (!this.tools.usesTools(agent.kind)) return this.runner.run(base);
     const ports = await this.tools.ports({
       organizationId: agent.organizationId,
@@ -33,7 +39,10 @@ export class AgentRunner {
       depth,
     });
     if (Array.isArray(ports))
-      return failed('TOOL_UNAVAILABLE', `A tool of the agent can no longer be used: ${ports.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+      return failed(
+        'TOOL_UNAVAILABLE',
+        `A tool of the agent can no longer be used: ${ports.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+      );
     return this.runner.run({ ...base, agentLoop: ports });
   }
 }

@@ -10,6 +10,7 @@ import { ExecutionJobs } from './execution-jobs';
 import { InMemoryExecutionRepository } from './execution.repository.fake';
 import { TranscriptRepository } from '../domain/transcript.repository';
 import { AgentDeltas } from './agent-deltas';
+import { Signals } from '../../../queue/signals';
 import { ExecutionsService } from './executions.service';
 
 /**
@@ -102,7 +103,7 @@ function setup() {
     executions,
     jobs as unknown as ExecutionJobs,
     {} as TranscriptRepository,
-    new AgentDeltas(),
+    new AgentDeltas({ onData: () => undefined } as unknown as Signals),
   );
   return { service, agents, executions, jobs };
 }

@@ -9,7 +9,8 @@ import { ExecutionRow } from './execution.orm-entity';
 @Entity('agent_execution_steps')
 export class TranscriptRow {
   @PrimaryColumn('uuid', { name: 'execution_id', primaryKeyConstraintName: 'PK_agent_execution_steps' }) executionId!: string;
-  @ManyToOne(() => ExecutionRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'execution_id', foreignKeyConstraintName: 'FK_agent_execution_steps_execution' })
+  @ManyToOne(() => ExecutionRow, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'execution_id', foreignKeyConstraintName: 'FK_agent_execution_steps_execution' })
   execution?: ExecutionRow;
   @PrimaryColumn('integer', { primaryKeyConstraintName: 'PK_agent_execution_steps' }) turn!: number;
   @PrimaryColumn('smallint', { primaryKeyConstraintName: 'PK_agent_execution_steps' }) position!: number;
@@ -18,10 +19,13 @@ export class TranscriptRow {
   @Column('varchar', { name: 'call_id', length: 256, nullable: true }) callId!: string | null;
   /** The model that answered, or the tool called. */
   @Column('varchar', { length: 256 }) name!: string;
-  /** The model's reply and any repair message, or the call's arguments. */
-  @Column('jsonb') body!: unknown;
-  /** A tool call's result; null while it runs (and for the model's reply). */
-  @Column('jsonb', { nullable: true }) result!: unknown;
+  /**
+   * The model's reply and any repair message, or the call's arguments. `json`, not `jsonb`: kept
+   * as written, so a resumed conversation sends the model the very text the first attempt sent.
+   */
+  @Column('json') body!: unknown;
+  /** A tool call's result (`json`, as `body`); null while it runs (and for the model's reply). */
+  @Column('json', { nullable: true }) result!: unknown;
   @Column('timestamp with time zone', { name: 'started_at', precision: 3 }) startedAt!: Date;
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true }) finishedAt!: Date | null;
 }

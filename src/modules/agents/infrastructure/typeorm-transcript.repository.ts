@@ -25,7 +25,9 @@ export class TypeOrmTranscriptRepository extends TranscriptRepository {
 
   async load(executionId: string): Promise<JournalTurn[]> {
     return turnsOf(
-      await this.query<RawStep>(`SELECT ${COLUMNS} FROM agent_execution_steps WHERE execution_id = $1 ORDER BY turn, position`, [executionId]),
+      await this.query<RawStep>(`SELECT ${COLUMNS} FROM agent_execution_steps WHERE execution_id = $1 ORDER BY turn, position`, [
+        executionId,
+      ]),
     );
   }
 
@@ -58,7 +60,15 @@ export class TypeOrmTranscriptRepository extends TranscriptRepository {
   async commitTurn(organizationId: string, executionId: string, turn: JournalTurn): Promise<void> {
     const rows: unknown[][] = [
       [0, null, turn.reply.model, { reply: turn.reply, repair: turn.repair }, null, turn.startedAt, turn.finishedAt],
-      ...turn.calls.map((call, i) => [i + 1, call.callId, call.name, { arguments: call.arguments }, call.result, call.startedAt, call.finishedAt]),
+      ...turn.calls.map((call, i) => [
+        i + 1,
+        call.callId,
+        call.name,
+        { arguments: call.arguments },
+        call.result,
+        call.startedAt,
+        call.finishedAt,
+      ]),
     ];
     const params: unknown[] = [executionId, organizationId, turn.turn];
     const values = rows.map((row) => {

@@ -35,11 +35,13 @@ export class ActionTools implements ToolSource, OnModuleInit {
   async describe(organizationId: string, tool: ToolConfig, path: string): Promise<ToolDescription | ErrorDetail[]> {
     const action = tool.action;
     const manifest = typeof action === 'string' ? this.registry.manifest('actions', action) : undefined;
-    if (!manifest || typeof action !== 'string') return [{ path: `${path}.action`, message: `no plugin action '${String(action)}' in the catalog` }];
+    if (!manifest || typeof action !== 'string')
+      return [{ path: `${path}.action`, message: `no plugin action '${String(action)}' in the catalog` }];
     if (!(await this.configs.get(organizationId, action)))
       return [{ path: `${path}.action`, message: `plugin '${action.split('.', 1)[0]}' is not installed in this organization` }];
     const config = tool.with ?? {};
-    if (typeof config !== 'object' || config === null || Array.isArray(config)) return [{ path: `${path}.with`, message: 'must be an object' }];
+    if (typeof config !== 'object' || config === null || Array.isArray(config))
+      return [{ path: `${path}.with`, message: 'must be an object' }];
     const problems = this.registry.configProblems('actions', action, config as Record<string, unknown>, `${path}.with`);
     if (problems.length) return problems;
     return { defaultName: toolName('', action), description: manifest.description, parameters: manifest.inputSchema ?? null };

@@ -124,11 +124,15 @@ export class AgentTools {
     signal: AbortSignal,
     invocation: Omit<Parameters<ToolSource['call']>[1], 'input' | 'signal'>,
   ): Promise<ToolResult> {
-    if (!found) return { status: 'failed', error: { code: 'TOOL_NOT_FOUND', message: 'No tool has that name; call one of the tools offered' } };
+    if (!found)
+      return { status: 'failed', error: { code: 'TOOL_NOT_FOUND', message: 'No tool has that name; call one of the tools offered' } };
     const problems = schemaProblems(found.spec.parameters, input, 'arguments');
     if (problems.length) {
       const message = problems.map((p) => `${p.path}: ${p.message}`).join('; ');
-      return { status: 'failed', error: { code: 'INVALID_ARGUMENTS', message: `The arguments do not match the tool's parameters: ${message}` } };
+      return {
+        status: 'failed',
+        error: { code: 'INVALID_ARGUMENTS', message: `The arguments do not match the tool's parameters: ${message}` },
+      };
     }
     let result: ToolResult;
     try {

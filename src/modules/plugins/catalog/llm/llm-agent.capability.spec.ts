@@ -80,7 +80,11 @@ describe('llm.agent', () => {
     expect(second.messages).toEqual([
       { role: 'system', content: 'You help.' },
       { role: 'user', content: '{"q":"where?"}' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"key":"a"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"key":"a"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: '{"found":true}' },
     ]);
     expect(second.tools).toEqual([{ type: 'function', function: TOOL }]);
@@ -140,7 +144,10 @@ describe('llm.agent', () => {
     llm.script(toolCalls([{ id: 'c1', name: 'lookup', arguments: '{"key": ' }]), answer('Sorry'));
     await run(ports);
     expect(ports.calls).toEqual([]);
-    expect(sentBody(llm.requests[1]).messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('INVALID_ARGUMENTS') });
+    expect(sentBody(llm.requests[1]).messages.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining('INVALID_ARGUMENTS'),
+    });
   });
 
   it('asks once for a repair of an answer that does not match output.schema', async () => {

@@ -74,7 +74,9 @@ export const llmAgentManifest: CapabilityManifest = {
         type: 'object',
         additionalProperties: false,
         required: ['schema'],
-        properties: { schema: { type: 'object', description: 'JSON Schema the answer must match (one repair turn, then INVALID_OUTPUT).' } },
+        properties: {
+          schema: { type: 'object', description: 'JSON Schema the answer must match (one repair turn, then INVALID_OUTPUT).' },
+        },
       },
     },
   },
@@ -85,7 +87,14 @@ export function llmAgent(client: HttpClient): Capability {
     async execute({ pluginConfig, config, input, signal, timeoutMs, agentLoop }): Promise<LlmAgentOutput> {
       if (!agentLoop) throw new ExecutionError('INVALID_INPUT', 'llm.agent runs only as an execution of an agent');
       const install = pluginConfig as unknown as LlmInstallConfig;
-      const conversation = new Conversation(client, install, config as unknown as LlmAgentConfig, agentLoop, signal, Date.now() + timeoutMs);
+      const conversation = new Conversation(
+        client,
+        install,
+        config as unknown as LlmAgentConfig,
+        agentLoop,
+        signal,
+        Date.now() + timeoutMs,
+      );
       try {
         return await conversation.run(input);
       } catch (error) {
@@ -132,7 +141,10 @@ class Conversation {
           throw new ExecutionError('AGENT_TOKEN_LIMIT', `The conversation used ${used} tokens, more than maxTokens (${this.maxTokens})`);
         if (last.reply.toolCalls.length) {
           if (last.turn >= this.maxTurns)
-            throw new ExecutionError('AGENT_TURN_LIMIT', `Turn ${last.turn} asked for tools, and maxTurns (${this.maxTurns}) allows no turn after it`);
+            throw new ExecutionError(
+              'AGENT_TURN_LIMIT',
+              `Turn ${last.turn} asked for tools, and maxTurns (${this.maxTurns}) allows no turn after it`,
+            );
           await this.runCalls(last);
         } else if (!last.repair) return this.answer(last, turns);
       }
@@ -223,7 +235,13 @@ class Conversation {
         role: 'assistant',
         content,
         ...(toolCalls.length
-          ? { tool_calls: toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+          ? {
+              tool_calls: toolCalls.map((c) => ({
+                id: c.id,
+                type: 'function' as const,
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
           : {}),
       });
       for (const call of turn.calls) messages.push({ role: 'tool', tool_call_id: call.callId, content: toolContent(call.result) });
@@ -245,7 +263,14 @@ function startedCall(call: { id: string; name: string; arguments: string }, at: 
   const result: ToolResult | null = parsed.ok
     ? null
     : { status: 'failed', error: { code: 'INVALID_ARGUMENTS', message: 'The arguments are not JSON; send a JSON object' } };
-  return { callId: call.id, name: call.name, arguments: parsed.ok ? parsed.value : call.arguments, result, startedAt: at, finishedAt: result ? at : null };
+  return {
+    callId: call.id,
+    name: call.name,
+    arguments: parsed.ok ? parsed.value : call.arguments,
+    result,
+    startedAt: at,
+    finishedAt: result ? at : null,
+  };
 }
 
 /** A tool's result as the model reads it, cut to MAX_TOOL_CONTENT characters with a marker. */

@@ -390,6 +390,34 @@ describe('agents that call tools (llm.agent)', () => {
     });
   });
 
+  describe('schemas the organization writes', () => {
+    it('checks arguments and answers against them in linear time: a pattern that backtracks is no way to stall a worker', async () => {
+      // On a backtracking engine `^(a+)+$` takes minutes over 40 a's and a '!'; on the tenant validator, no time at all.
+      const EVIL = { type: 'object', properties: { text: { type: 'string', pattern: '^(a+)+$' } } };
+      const agent = await toolAgent(
+        {
+          tools: [{ ...SHOUT, parameters: EVIL }],
+          output: { schema: { type: 'object', properties: { word: { type: 'string', pattern: '^(a+)+$' } } } },
+        },
+        { timeoutMs: 10_000 },
+      );
+      const evil = `${'a'.repeat(40)}!`;
+      llm.script(
+        toolCalls([{ id: 'call_evil', name: 'transform_jsonata', arguments: { text: evil } }]),
+        answer(JSON.stringify({ word: evil })),
+        answer(JSON.stringify({ word: 'aaa' })),
+      );
+
+      const { result: res } = await asked(() => execute(agent, 'try'));
+      expect(res.body).toMatchObject({ status: 'succeeded', output: { json: { word: 'aaa' }, turns: 3 } });
+      const turns = (await detail(agent, res.body.id as string)).conversation.transcript.data;
+      expect(turns[0].toolCalls).toEqual([
+        expect.objectContaining({ status: 'failed', error: expect.objectContaining({ code: 'INVALID_ARGUMENTS' }) }),
+      ]);
+      expect(turns[1].repair).toContain('answer.word');
+    });
+  });
+
   describe('output.schema', () => {
     const ANSWER = { type: 'object', required: ['answer'], properties: { answer: { type: 'integer' } } };
 

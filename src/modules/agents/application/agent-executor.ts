@@ -37,6 +37,7 @@ export class AgentExecutor implements OnModuleInit {
       agent: { organizationId: execution.organizationId, kind: attempt.kind, config: attempt.config },
       executionId: execution.id,
       depth: 0,
+      first: execution.attempts === 1,
       pluginConfig: await this.pluginConfigs.get(execution.organizationId, attempt.kind),
       input: execution.input,
       timeoutMs: attempt.timeoutMs,

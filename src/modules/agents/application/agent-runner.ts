@@ -10,6 +10,8 @@ export interface AgentAttempt extends Omit<CapabilityCall, 'kind' | 'qualified' 
   executionId: string;
   /** How deep in agents calling agents the execution is (0: started on its own). */
   depth: number;
+  /** The execution's first attempt: nothing was committed before it, so its journal is not read. */
+  first: boolean;
 }
 
 /** Runs an agent's kind once; a kind that calls tools gets its tools and its journal. */
@@ -21,7 +23,7 @@ export class AgentRunner {
   ) {}
 
   async run(attempt: AgentAttempt): Promise<Outcome> {
-    const { agent, executionId, depth, ...call } = attempt;
+    const { agent, executionId, depth, first, ...call } = attempt;
     const base = {
       ...call,
       kind: 'agentKinds' as const,
@@ -37,6 +39,7 @@ export class AgentRunner {
       config: agent.config,
       deadline: Date.now() + call.timeoutMs,
       depth,
+      first,
     });
     if (Array.isArray(ports))
       return failed(

@@ -8,7 +8,7 @@ import { AgentAttempt, AgentRunner } from './agent-runner';
 import { ExecutionJobs } from './execution-jobs';
 
 /** An attempt of an execution carried by something else, which records its outcome. */
-export interface OwnedAttempt extends Omit<AgentAttempt, 'agent'> {
+export interface OwnedAttempt extends Omit<AgentAttempt, 'agent' | 'first'> {
   agent: Agent;
   triggeredBy: Trigger;
 }
@@ -99,7 +99,7 @@ export class AgentSteps {
       }
     }
     this.jobs.metrics.reached({ kind: agent.kind }, 'running');
-    return this.runner.run({ ...attempt, agent });
+    return this.runner.run({ ...attempt, agent, first: started?.attempts === 1 });
   }
 
   /**

@@ -23,6 +23,8 @@ export interface LoopExecution {
   /** When the execution times out (epoch ms). */
   deadline: number;
   depth: number;
+  /** Its first attempt: its journal is empty, and is not read. */
+  first: boolean;
 }
 
 interface ResolvedTool {
@@ -98,7 +100,7 @@ export class AgentTools {
   private journal(execution: LoopExecution): AgentJournal {
     const { organizationId, executionId } = execution;
     return {
-      load: () => this.transcripts.load(executionId),
+      load: () => (execution.first ? Promise.resolve([]) : this.transcripts.load(executionId)),
       commitTurn: async (turn) => {
         await this.transcripts.commitTurn(organizationId, executionId, turn);
         const { model, usage } = turn.reply;

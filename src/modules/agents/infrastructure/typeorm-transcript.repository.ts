@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { Coalescer } from '../../../shared/batching/coalescer';
 import { JournalTurn, ModelReply, ToolResult } from '../../plugins/domain/agent-loop';
 import { TranscriptRepository, TranscriptTotals } from '../domain/transcript.repository';
 
@@ -57,10 +58,33 @@ export class TypeOrmTranscriptRepository extends TranscriptRepository {
     };
   }
 
-  async commitTurn(organizationId: string, executionId: string, turn: JournalTurn): Promise<void> {
-    const rows: unknown[][] = [
-      [0, null, turn.reply.model, { reply: turn.reply, repair: turn.repair }, null, turn.startedAt, turn.finishedAt],
+  commitTurn(organizationId: string, executionId: string, turn: JournalTurn): Promise<void> {
+    return this.turnWrites.add({ organizationId, executionId, turn });
+  }
+
+  commitCall(executionId: string, turn: number, callId: string, result: ToolResult, finishedAt: Date): Promise<void> {
+    return this.callWrites.add({ executionId, turn, callId, result, finishedAt });
+  }
+
+  /** Turns committed at once by the conversations of a worker go in one statement (group commit). */
+  private readonly turnWrites = new Coalescer<{ organizationId: string; executionId: string; turn: JournalTurn }, void>(async (items) => {
+    const rows = items.flatMap(({ organizationId, executionId, turn }) => [
+      [
+        executionId,
+        organizationId,
+        turn.turn,
+        0,
+        null,
+        turn.reply.model,
+        { reply: turn.reply, repair: turn.repair },
+        null,
+        turn.startedAt,
+        turn.finishedAt,
+      ],
       ...turn.calls.map((call, i) => [
+        executionId,
+        organizationId,
+        turn.turn,
         i + 1,
         call.callId,
         call.name,
@@ -69,31 +93,43 @@ export class TypeOrmTranscriptRepository extends TranscriptRepository {
         call.startedAt,
         call.finishedAt,
       ]),
-    ];
-    const params: unknown[] = [executionId, organizationId, turn.turn];
-    const values = rows.map((row) => {
-      const at = params.length;
-      params.push(row[0], row[1], row[2], JSON.stringify(row[3]), row[4] === null ? null : JSON.stringify(row[4]), row[5], row[6]);
-      return `($1, $2, $3, $${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6}, $${at + 7})`;
-    });
+    ]);
     await this.txHost.tx.query(
       `INSERT INTO agent_execution_steps (execution_id, organization_id, turn, position, call_id, name, body, result, started_at, finished_at)
-       VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`,
-      params,
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::smallint[], $5::varchar[], $6::varchar[], $7::json[], $8::json[], $9::timestamptz[], $10::timestamptz[])
+       ON CONFLICT DO NOTHING`,
+      columns(rows, [6, 7]),
     );
-  }
+    return items.map(() => undefined);
+  });
 
-  async commitCall(executionId: string, turn: number, callId: string, result: ToolResult, finishedAt: Date): Promise<void> {
+  private readonly callWrites = new Coalescer<
+    { executionId: string; turn: number; callId: string; result: ToolResult; finishedAt: Date },
+    void
+  >(async (items) => {
     await this.txHost.tx.query(
-      `UPDATE agent_execution_steps SET result = $4, finished_at = $5
-       WHERE execution_id = $1 AND turn = $2 AND position > 0 AND call_id = $3 AND result IS NULL`,
-      [executionId, turn, callId, JSON.stringify(result), finishedAt],
+      `UPDATE agent_execution_steps s SET result = v.result, finished_at = v.finished_at
+         FROM unnest($1::uuid[], $2::int[], $3::varchar[], $4::json[], $5::timestamptz[]) AS v(execution_id, turn, call_id, result, finished_at)
+         WHERE s.execution_id = v.execution_id AND s.turn = v.turn AND s.position > 0 AND s.call_id = v.call_id AND s.result IS NULL`,
+      columns(
+        items.map((c) => [c.executionId, c.turn, c.callId, c.result, c.finishedAt]),
+        [3],
+      ),
     );
-  }
+    return items.map(() => undefined);
+  });
 
   private query<T>(sql: string, params: unknown[]): Promise<T[]> {
     return this.txHost.tx.query(sql, params);
   }
+}
+
+/** Rows as one array per column (for `unnest`), the columns at `jsonColumns` as JSON text (null stays null). */
+function columns(rows: unknown[][], jsonColumns: number[]): unknown[][] {
+  const width = rows[0]?.length ?? 0;
+  return Array.from({ length: width }, (_, c) =>
+    rows.map((row) => (jsonColumns.includes(c) && row[c] !== null ? JSON.stringify(row[c]) : row[c])),
+  );
 }
 
 /** Rows in (turn, position) order, grouped into turns. */

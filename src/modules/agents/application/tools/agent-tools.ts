@@ -9,7 +9,7 @@ import { JsonObject } from '../../domain/agent';
 import { TranscriptRepository } from '../../domain/transcript.repository';
 import { AgentDeltas } from '../agent-deltas';
 import { ExecutionJobs } from '../execution-jobs';
-import { ToolConfig, ToolSource } from './tool-source';
+import { ToolConfig, ToolInvocation, ToolSource } from './tool-source';
 
 /** Agents calling agents as tools go at most this deep. */
 export const MAX_AGENT_DEPTH = 3;
@@ -124,7 +124,7 @@ export class AgentTools {
     found: ResolvedTool | undefined,
     input: unknown,
     signal: AbortSignal,
-    invocation: Omit<Parameters<ToolSource['call']>[1], 'input' | 'signal'>,
+    invocation: Omit<ToolInvocation, 'input' | 'signal'>,
   ): Promise<ToolResult> {
     if (!found)
       return { status: 'failed', error: { code: 'TOOL_NOT_FOUND', message: 'No tool has that name; call one of the tools offered' } };

@@ -32,6 +32,7 @@ export const ERROR_CATALOG = {
   WEBHOOK_NOT_FOUND: { status: 404, when: 'no such webhook in the caller organization' },
   SERVICE_ACCOUNT_NOT_FOUND: { status: 404, when: 'no such service account in the caller organization' },
   API_KEY_NOT_FOUND: { status: 404, when: 'no such API key of the holder (or revoked)' },
+  MCP_SERVER_NOT_FOUND: { status: 404, when: 'no such MCP server connected to the caller organization' },
   WEBHOOK_MESSAGE_NOT_FOUND: { status: 404, when: 'no such message in the webhook delivery log' },
   EMAIL_TAKEN: { status: 409, when: 'a user with this email already exists' },
   ORGANIZATION_SLUG_TAKEN: { status: 409, when: 'an organization with this slug already exists' },
@@ -53,6 +54,8 @@ export const ERROR_CATALOG = {
   },
   NOTHING_TO_RETRY: { status: 409, when: 'retry of a run that succeeded without `fromStep`, or of an execution that succeeded' },
   WEBHOOK_MESSAGE_PENDING: { status: 409, when: 'redeliver of a webhook message still queued or being delivered' },
+  MCP_SERVER_NAME_TAKEN: { status: 409, when: 'an MCP server (or plugin) of the organization already has this name' },
+  MCP_SERVER_LIMIT_REACHED: { status: 409, when: 'an MCP server beyond the 50 an organization may connect' },
   WEBHOOK_LIMIT_REACHED: { status: 409, when: "a webhook endpoint beyond the organization's limit" },
   SCHEDULE_LIMIT_REACHED: { status: 409, when: "a schedule beyond the 20 a workflow may have, or beyond its organization's quota by tier" },
   TRIGGER_LIMIT_REACHED: { status: 409, when: 'a webhook trigger beyond the 20 a workflow may have' },
@@ -64,8 +67,12 @@ export const ERROR_CATALOG = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: 'a body that is not JSON' },
   RATE_LIMIT_EXCEEDED: { status: 429, when: 'over the rate limit; Retry-After is set' },
   INTERNAL_ERROR: { status: 500, when: 'anything unforeseen (logged with the request id)' },
+  MCP_SERVER_UNREACHABLE: {
+    status: 502,
+    when: 'connecting or refreshing an MCP server that cannot be reached or does not answer tools/list (the message says why)',
+  },
   SERVICE_UNAVAILABLE: { status: 503, when: 'database unreachable; Retry-After is set' },
-} as const satisfies Record<string, { status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503; when: string }>;
+} as const satisfies Record<string, { status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503; when: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 

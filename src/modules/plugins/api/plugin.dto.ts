@@ -33,6 +33,15 @@ export class CapabilityResponse {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) inputSchema?: object;
 }
 
+function capabilityResponse(slug: string, c: CapabilityManifest): CapabilityResponse {
+  return {
+    kind: `${slug}.${c.name}`,
+    description: c.description,
+    configSchema: c.configSchema,
+    ...(c.inputSchema ? { inputSchema: c.inputSchema } : {}),
+  };
+}
+
 export class PluginManifestResponse {
   @ApiProperty({ example: 'http' }) slug!: string;
   @ApiProperty() name!: string;
@@ -45,12 +54,7 @@ export class PluginManifestResponse {
 
   static from(plugin: Plugin): PluginManifestResponse {
     const m = plugin.manifest;
-    const capability = (c: CapabilityManifest): CapabilityResponse => ({
-      kind: `${m.slug}.${c.name}`,
-      description: c.description,
-      configSchema: c.configSchema,
-      ...(c.inputSchema ? { inputSchema: c.inputSchema } : {}),
-    });
+    const capability = (c: CapabilityManifest) => capabilityResponse(m.slug, c);
     return {
       slug: m.slug,
       name: m.name,
@@ -82,12 +86,25 @@ export class InstalledPluginResponse extends PluginManifestResponse {
   @ApiProperty({ format: 'uuid' }) installedBy!: string;
   @ApiProperty({ format: 'date-time' }) updatedAt!: string;
 
+  /** A connection (`mcp.<server>`) shows as a plugin of its own: its slug, its actions, the fields an admin entered. */
   static of(installation: Installation, plugin: Plugin): InstalledPluginResponse {
+    const manifest = PluginManifestResponse.from(plugin);
+    const connected = plugin.connections
+      ? {
+          slug: installation.slug,
+          name: `${plugin.manifest.name}: ${installation.slug.slice(plugin.manifest.slug.length + 1)}`,
+          actions: plugin.connections.actions(installation.config).map((c) => capabilityResponse(installation.slug, c)),
+        }
+      : {};
+    const config = plugin.connections
+      ? Object.fromEntries(Object.entries(installation.config).filter(([key]) => key in (plugin.manifest.configSchema.properties as object)))
+      : installation.config;
     return {
-      ...PluginManifestResponse.from(plugin),
+      ...manifest,
+      ...connected,
       version: installation.version,
       installationId: installation.id,
-      config: PluginsService.redact(plugin, installation.config),
+      config: PluginsService.redact(plugin, config),
       installedAt: installation.createdAt.toISOString(),
       installedBy: installation.installedBy,
       updatedAt: installation.updatedAt.toISOString(),

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { canceled, failed, Outcome } from '../../../shared/jobs/outcome';
 import { AgentLoopPorts } from '../domain/agent-loop';
-import { ExecutionError, PluginLogger } from '../domain/plugin';
+import { ExecutionError, installationSlug, PluginLogger } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
 import { PluginsService } from './plugins.service';
 
@@ -68,7 +68,7 @@ export class CapabilityRunner {
 
   async run(call: CapabilityCall): Promise<Outcome> {
     const found = this.registry.capability(call.kind, call.qualified);
-    if (!call.pluginConfig) return failed('PLUGIN_NOT_FOUND', `Plugin '${call.qualified.split('.', 1)[0]}' is not installed`);
+    if (!call.pluginConfig) return failed('PLUGIN_NOT_FOUND', `Plugin '${installationSlug(call.qualified)}' is not installed`);
     if (!found) return failed('PLUGIN_NOT_FOUND', `'${call.qualified}' is not in the catalog`);
 
     const timeout = AbortSignal.timeout(call.timeoutMs);
@@ -126,9 +126,9 @@ export class PluginConfigs {
     private readonly ttlMs: number,
   ) {}
 
-  /** `qualified` is an agent kind or an action (`<plugin>.<name>`). */
+  /** `qualified` is an agent kind or an action (`<plugin>.<name>`, or a connection's `mcp.<server>.<tool>`). */
   get(organizationId: string, qualified: string): Promise<Record<string, unknown> | null> {
-    const slug = qualified.split('.', 1)[0];
+    const slug = installationSlug(qualified);
     const key = `${organizationId}:${slug}`;
     let config = this.cache.get(key);
     if (!config) {

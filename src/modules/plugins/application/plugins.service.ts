@@ -35,8 +35,14 @@ export class PluginsService {
   }
 
   async catalog(caller: Principal): Promise<Array<{ plugin: Plugin; installed: boolean }>> {
-    const installed = new Set(await this.installations.installedSlugs(caller.organizationId));
+    // A plugin that makes connections counts as installed once one is made.
+    const installed = new Set((await this.installations.installedSlugs(caller.organizationId)).map((s) => s.split('.', 1)[0]));
     return this.registry.all().map((plugin) => ({ plugin, installed: installed.has(plugin.manifest.slug) }));
+  }
+
+  /** The installation, or null when this organization has not installed it. */
+  find(organizationId: string, slug: string): Promise<Installation | null> {
+    return this.installations.find(organizationId, slug);
   }
 
   /** The installation with its plugin; PLUGIN_NOT_FOUND when this organization has not installed it. */
@@ -56,6 +62,7 @@ export class PluginsService {
   ): Promise<{ installation: Installation; plugin: Plugin; created: boolean }> {
     const plugin = this.registry.find(slug);
     if (!plugin) throw new DomainError('PLUGIN_NOT_IN_CATALOG', `Plugin '${slug}' is not in the catalog`);
+    assertNotConnections(plugin);
     assertSchema(plugin.manifest.configSchema, config, 'config', `The config of plugin '${slug}'`);
     const installation = Installation.create({
       organizationId: caller.organizationId,
@@ -87,6 +94,7 @@ export class PluginsService {
     patch: Record<string, unknown>,
   ): Promise<{ installation: Installation; plugin: Plugin }> {
     const { installation, plugin } = await this.get(caller.organizationId, slug);
+    assertNotConnections(plugin);
     // A secret sent back as shown ("********") keeps its stored value.
     const kept = Object.fromEntries(
       Object.entries(patch).filter(([k, v]) => !(v === REDACTED && plugin.manifest.secretFields.includes(k))),
@@ -114,12 +122,21 @@ export class PluginsService {
   }
 }
 
+/** A plugin that makes connections (mcp) is not installed or changed here: its own endpoint says how. */
+function assertNotConnections(plugin: Plugin): void {
+  if (!plugin.connections) return;
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    `Plugin '${plugin.manifest.slug}' is not installed from the catalog: connect each server with ${plugin.connections.endpoint}`,
+  );
+}
+
 /**
  * A stored secret never follows a new destination: when a field that says where secrets go
  * (the llm plugin's `baseUrl`) changes, every stored secret must be entered again in the same
  * request (or removed with null), else 400 naming the fields.
  */
-function assertSecretsFollow(
+export function assertSecretsFollow(
   plugin: Plugin,
   before: Record<string, unknown>,
   after: Record<string, unknown>,

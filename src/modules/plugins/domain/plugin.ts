@@ -76,10 +76,52 @@ export interface Capability {
   checkConfig?(config: Record<string, unknown>): ConfigProblem[];
 }
 
+/**
+ * A plugin whose actions come from connections an organization makes (an MCP server each)
+ * rather than from the build. Each connection is an installation `<slug>.<connection>` whose
+ * stored config says what it offers; its actions are `<slug>.<connection>.<action>`.
+ */
+export interface PluginConnections {
+  /** Where an admin makes a connection (the catalog shows it), e.g. `POST /api/mcp-servers`. */
+  endpoint: string;
+  /** The actions one connection offers, from its stored config. */
+  actions(config: Record<string, unknown>): CapabilityManifest[];
+  /** What a caller still gives an action once its config (`with`) is set: the connection's config fixes some arguments. */
+  remainingInput(inputSchema: JsonSchema, config: Record<string, unknown>): JsonSchema;
+  /** The capability that calls `action` of whichever connection its `pluginConfig` is. */
+  action(name: string): Capability;
+  /**
+   * Reads what the connection `config` (as an admin entered it) offers now, and answers the
+   * config to store: the entered fields with the offering. Throws an ExecutionError when the
+   * remote side cannot be read.
+   */
+  read(config: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>>;
+}
+
 export interface Plugin {
   manifest: PluginManifest;
   agentKinds: Record<string, Capability>;
   actions: Record<string, Capability>;
+  connections?: PluginConnections;
+}
+
+/** Plugins whose actions come from connections: `mcp.<server>.<tool>`. */
+const CONNECTION_PLUGINS: ReadonlySet<string> = new Set(['mcp']);
+
+/**
+ * The installation an agent kind or action belongs to: `http` for `http.request`, the
+ * connection `mcp.github` for `mcp.github.search_issues`.
+ */
+export function installationSlug(qualified: string): string {
+  const [slug, connection] = qualified.split('.', 2);
+  return CONNECTION_PLUGINS.has(slug) && connection ? `${slug}.${connection}` : slug;
+}
+
+/** `<slug>.<connection>` of a plugin that makes connections, split; null for any other slug. */
+export function connectionOf(slug: string): { plugin: string; connection: string } | null {
+  const dot = slug.indexOf('.');
+  if (dot < 0 || !CONNECTION_PLUGINS.has(slug.slice(0, dot))) return null;
+  return { plugin: slug.slice(0, dot), connection: slug.slice(dot + 1) };
 }
 
 /** Codes a failed execution carries in `error.code`. */
@@ -93,7 +135,8 @@ export type ExecutionErrorCode =
   | 'EXPRESSION_TIMEOUT'
   | 'OUTBOUND_REFUSED'
   | 'AGENT_TURN_LIMIT'
-  | 'AGENT_TOKEN_LIMIT';
+  | 'AGENT_TOKEN_LIMIT'
+  | 'TOOL_ERROR';
 
 /** How a capability reports failure: a stable code and a message safe to show the user. */
 export class ExecutionError extends Error {

@@ -38,6 +38,26 @@ export class TypeOrmInstallationRepository extends InstallationRepository {
     return toPage(rows, page.limit, (row) => this.toDomain(row));
   }
 
+  async listPrefixed(organizationId: string, prefix: string, page: PageRequest): Promise<Page<Installation>> {
+    const qb = this.rows
+      .createQueryBuilder('i')
+      .where('i.organizationId = :organizationId AND starts_with(i.slug, :prefix)', { organizationId, prefix });
+    const rows = await keysetPage(qb, page).getMany();
+    return toPage(rows, page.limit, (row) => this.toDomain(row));
+  }
+
+  countPrefixed(organizationId: string, prefix: string): Promise<number> {
+    return this.rows
+      .createQueryBuilder('i')
+      .where('i.organizationId = :organizationId AND starts_with(i.slug, :prefix)', { organizationId, prefix })
+      .getCount();
+  }
+
+  async findById(organizationId: string, id: string): Promise<Installation | null> {
+    const row = await this.rows.findOneBy({ organizationId, id });
+    return row ? this.toDomain(row) : null;
+  }
+
   async installedSlugs(organizationId: string): Promise<string[]> {
     const rows = await this.rows.find({ where: { organizationId }, select: { slug: true } });
     return rows.map((r) => r.slug);

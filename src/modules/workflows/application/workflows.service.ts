@@ -9,6 +9,7 @@ import { AgentsService, AgentUsage } from '../../agents/application/agents.servi
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
+import { connectionOf, installationSlug } from '../../plugins/domain/plugin';
 import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { StepRules } from './step-rules';
@@ -121,13 +122,22 @@ export class WorkflowsService implements OnModuleInit {
     for (const deleted of this.deletions) await deleted(caller.organizationId, id);
   }
 
+  /** The stored configs of the connections (MCP servers) whose actions the steps name, by slug: what describes those actions. */
+  private async connectionConfigs(organizationId: string, actions: string[]): Promise<Map<string, Record<string, unknown>>> {
+    const slugs = [...new Set(actions.map(installationSlug))].filter((slug) => connectionOf(slug)).slice(0, WORKFLOW_LIMITS.steps);
+    const found = await Promise.all(
+      slugs.map(async (slug) => [slug, await this.plugins.find(organizationId, slug)] as const),
+    );
+    return new Map(found.flatMap(([slug, installation]) => (installation ? [[slug, installation.config] as const] : [])));
+  }
+
   /** What the definition's references resolve to in this organization, looked up once. */
   private async context(organizationId: string, definition: unknown): Promise<DefinitionContext> {
     const { steps, onFailure } = (definition ?? {}) as { steps?: unknown; onFailure?: unknown };
     const all = [...(Array.isArray(steps) ? steps : []), onFailure] as Array<JsonObject | undefined>;
     const referenced = (field: string) =>
       all.flatMap((s) => (typeof s?.[field] === 'string' ? [s[field] as string] : []).concat(innerReference(s, field)));
-    const [agents, installed, workflows] = await Promise.all([
+    const [agents, installed, workflows, connections] = await Promise.all([
       this.agents.existingIds(organizationId, referenced('agent')),
       this.plugins.installedSlugs(organizationId),
       Promise.all(
@@ -136,6 +146,7 @@ export class WorkflowsService implements OnModuleInit {
           .slice(0, WORKFLOW_LIMITS.steps)
           .map(async (id) => ((await this.workflows.find(organizationId, id)) ? id : null)),
       ),
+      this.connectionConfigs(organizationId, referenced('action')),
     ]);
     const existing = new Set(agents);
     const existingWorkflows = new Set(workflows);
@@ -145,11 +156,14 @@ export class WorkflowsService implements OnModuleInit {
       agentExists: (id) => existing.has(id),
       workflowExists: (id) => existingWorkflows.has(id),
       action: (qualified) => {
-        if (!installedSlugs.has(qualified.split('.', 1)[0])) return 'plugin-not-installed';
-        return this.registry.capability('actions', qualified) ? 'ok' : 'unknown';
+        if (!installedSlugs.has(installationSlug(qualified))) return 'plugin-not-installed';
+        if (!this.registry.capability('actions', qualified)) return 'unknown';
+        return this.registry.manifest('actions', qualified, connections.get(installationSlug(qualified)) ?? null) ? 'ok' : 'unknown';
       },
       actionConfigProblems: (qualified, config) =>
-        this.registry.configProblems('actions', qualified, config, 'with').map((d) => ({ ...d, path: d.path.replace(/^with\.?/, '') })),
+        this.registry
+          .configProblems('actions', qualified, config, 'with', connections.get(installationSlug(qualified)) ?? null)
+          .map((d) => ({ ...d, path: d.path.replace(/^with\.?/, '') })),
       compileProblem: (expression) => expressionProblem(expression),
       stepsRead: (expression) => rootFieldsUnder(expression, 'steps'),
       schemaProblems: (schema, root) => tenantSchemaProblems(schema, root),

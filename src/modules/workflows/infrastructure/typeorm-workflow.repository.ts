@@ -108,7 +108,7 @@ export class TypeOrmWorkflowRepository extends WorkflowRepository {
 
   async namesUsingPlugin(organizationId: string, slug: string): Promise<string[]> {
     return this.namesWhere(
-      `EXISTS (SELECT 1 FROM jsonb_array_elements(v.definition->'steps') s WHERE split_part(s->>'action', '.', 1) = $2)`,
+      `EXISTS (SELECT 1 FROM jsonb_array_elements(v.definition->'steps') s WHERE starts_with(s->>'action', $2 || '.'))`,
       [organizationId, slug],
     );
   }

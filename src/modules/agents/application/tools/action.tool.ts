@@ -4,6 +4,7 @@ import { Outcome } from '../../../../shared/jobs/outcome';
 import { CapabilityRunner, PluginConfigs } from '../../../plugins/application/capability-runner';
 import { PluginRegistry } from '../../../plugins/application/plugin-registry';
 import { ToolResult } from '../../../plugins/domain/agent-loop';
+import { installationSlug } from '../../../plugins/domain/plugin';
 import { PluginUsage } from '../../../plugins/domain/installation.repository';
 import { AgentRepository } from '../../domain/agent.repository';
 import { AgentTools } from './agent-tools';
@@ -34,17 +35,23 @@ export class ActionTools implements ToolSource, OnModuleInit {
 
   async describe(organizationId: string, tool: ToolConfig, path: string): Promise<ToolDescription | ErrorDetail[]> {
     const action = tool.action;
-    const manifest = typeof action === 'string' ? this.registry.manifest('actions', action) : undefined;
-    if (!manifest || typeof action !== 'string')
+    if (typeof action !== 'string' || !this.registry.capability('actions', action))
       return [{ path: `${path}.action`, message: `no plugin action '${String(action)}' in the catalog` }];
-    if (!(await this.configs.get(organizationId, action)))
-      return [{ path: `${path}.action`, message: `plugin '${action.split('.', 1)[0]}' is not installed in this organization` }];
+    const pluginConfig = await this.configs.get(organizationId, action);
+    if (!pluginConfig)
+      return [{ path: `${path}.action`, message: `plugin '${installationSlug(action)}' is not installed in this organization` }];
+    const manifest = this.registry.manifest('actions', action, pluginConfig);
+    if (!manifest) return [{ path: `${path}.action`, message: `'${installationSlug(action)}' offers no action '${action}'` }];
     const config = tool.with ?? {};
     if (typeof config !== 'object' || config === null || Array.isArray(config))
       return [{ path: `${path}.with`, message: 'must be an object' }];
-    const problems = this.registry.configProblems('actions', action, config as Record<string, unknown>, `${path}.with`);
+    const problems = this.registry.configProblems('actions', action, config as Record<string, unknown>, `${path}.with`, pluginConfig);
     if (problems.length) return problems;
-    return { defaultName: toolName('', action), description: manifest.description, parameters: manifest.inputSchema ?? null };
+    return {
+      defaultName: toolName('', action),
+      description: manifest.description,
+      parameters: this.registry.remainingInput(action, manifest, config as Record<string, unknown>),
+    };
   }
 
   async call(tool: ToolConfig, invocation: ToolInvocation): Promise<ToolResult> {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CapabilityRunner } from '../../../plugins/application/capability-runner';
+import { installationSlug } from '../../../plugins/domain/plugin';
 import { DefinitionContext, StepDefinition } from '../../../workflows/domain/definition';
 import { StepAnswer, StepContext, StepKind } from './step-kind';
 
@@ -10,7 +11,12 @@ export const ACTION_TIMEOUT_MS = 30_000;
 @Injectable()
 export class ActionStep implements StepKind {
   readonly key = 'action';
-  readonly schema = { type: 'string', pattern: '^[a-z][a-z0-9-]*\\.[a-zA-Z][a-zA-Z0-9_-]*$' };
+  /** `<plugin>.<action>`, or a connected MCP server's tool `mcp.<server>.<tool>`. */
+  readonly schema = {
+    type: 'string',
+    maxLength: 200,
+    pattern: '^(?:[a-z][a-z0-9-]*\\.[a-zA-Z][a-zA-Z0-9_-]*|mcp\\.[a-z][a-z0-9-]*\\.[A-Za-z0-9_.-]+)$',
+  };
   readonly fields = { with: { type: 'object' } };
   readonly callsOut = true;
 
@@ -20,7 +26,7 @@ export class ActionStep implements StepKind {
     const qualified = step.action!;
     const found = context.action(qualified);
     if (found === 'plugin-not-installed')
-      return [{ path: `${at}.action`, message: `step '${step.id}': plugin '${qualified.split('.', 1)[0]}' is not installed` }];
+      return [{ path: `${at}.action`, message: `step '${step.id}': plugin '${installationSlug(qualified)}' is not installed` }];
     if (found === 'unknown') return [{ path: `${at}.action`, message: `step '${step.id}': no action '${qualified}' in the catalog` }];
     return context
       .actionConfigProblems(qualified, step.with ?? {})

@@ -11,7 +11,12 @@ import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 jest.setTimeout(60_000);
 
 const SECRET = 'Bearer mcp-secret-7f3a9c';
-const TEXT: Tool['inputSchema'] = { type: 'object', additionalProperties: false, required: ['text'], properties: { text: { type: 'string', maxLength: 100 } } };
+const TEXT: Tool['inputSchema'] = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['text'],
+  properties: { text: { type: 'string', maxLength: 100 } },
+};
 const PAIR: Tool['inputSchema'] = { type: 'object', required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } };
 
 interface StepBody {
@@ -46,7 +51,12 @@ describe('MCP servers as plugins', () => {
     mcp = await startMcpServer([
       textTool({ name: 'echo', description: 'Says the text back', inputSchema: TEXT }, (args) => `echo: ${String(args.text)}`),
       {
-        tool: { name: 'add', description: 'Adds two numbers', inputSchema: PAIR, outputSchema: { type: 'object', properties: { sum: { type: 'number' } } } },
+        tool: {
+          name: 'add',
+          description: 'Adds two numbers',
+          inputSchema: PAIR,
+          outputSchema: { type: 'object', properties: { sum: { type: 'number' } } },
+        },
         call: async (args) => {
           const sum = Number(args.a) + Number(args.b);
           return { content: [{ type: 'text', text: String(sum) }], structuredContent: { sum } };
@@ -89,7 +99,13 @@ describe('MCP servers as plugins', () => {
   const connect = async (body: Record<string, unknown>, as: TestOrg = org) =>
     read(await t.http().post('/api/mcp-servers').set(bearer(as.admin)).send(body));
   const defineWorkflow = async (definition: Record<string, unknown>, as: TestOrg = org) =>
-    read(await t.http().post('/api/workflows').set(bearer(as.admin)).send({ name: `wf ${Math.random()}`, ...definition }));
+    read(
+      await t
+        .http()
+        .post('/api/workflows')
+        .set(bearer(as.admin))
+        .send({ name: `wf ${Math.random()}`, ...definition }),
+    );
   const run = async (definition: Record<string, unknown>, input: unknown = {}): Promise<RunBody> => {
     const defined = await defineWorkflow(definition);
     if (defined.status !== 201) throw new Error(`define: ${defined.status} ${JSON.stringify(defined.body)}`);
@@ -160,21 +176,37 @@ describe('MCP servers as plugins', () => {
     });
 
     it('refreshes after the server changes; allowedTools narrows what is offered; a new URL needs its headers again', async () => {
-      mcp.tools.set('shout', textTool({ name: 'shout', description: 'Shouts', inputSchema: TEXT }, (a) => String(a.text).toUpperCase()));
-      mcp.tools.set('bad name!', textTool({ name: 'bad name!', description: '', inputSchema: { type: 'object' } }, () => ''));
+      mcp.tools.set(
+        'shout',
+        textTool({ name: 'shout', description: 'Shouts', inputSchema: TEXT }, (a) => String(a.text).toUpperCase()),
+      );
+      mcp.tools.set(
+        'bad name!',
+        textTool({ name: 'bad name!', description: '', inputSchema: { type: 'object' } }, () => ''),
+      );
       try {
         const refreshed = read(await t.http().post(`/api/mcp-servers/${serverId}/refresh`).set(bearer(org.admin)));
         expect(refreshed.status).toBe(200);
         expect(refreshed.body.tools.map((x: { name: string }) => x.name)).toContain('shout');
         expect(refreshed.body.skippedTools).toEqual([{ name: 'bad name!', reason: expect.stringContaining('name') }]);
 
-        const narrowed = read(await t.http().patch(`/api/mcp-servers/${serverId}`).set(bearer(org.admin)).send({ allowedTools: ['echo', 'gone'] }));
+        const narrowed = read(
+          await t
+            .http()
+            .patch(`/api/mcp-servers/${serverId}`)
+            .set(bearer(org.admin))
+            .send({ allowedTools: ['echo', 'gone'] }),
+        );
         expect(narrowed.status).toBe(200);
         expect(narrowed.body.tools.map((x: { name: string }) => x.name)).toEqual(['echo']);
         expect(narrowed.body.skippedTools).toEqual([{ name: 'gone', reason: 'the server does not list it' }]);
         expect(narrowed.body.headers).toEqual({ Authorization: '********' });
 
-        const moved = await t.http().patch(`/api/mcp-servers/${serverId}`).set(bearer(org.admin)).send({ url: `${mcp.url}?v=2` });
+        const moved = await t
+          .http()
+          .patch(`/api/mcp-servers/${serverId}`)
+          .set(bearer(org.admin))
+          .send({ url: `${mcp.url}?v=2` });
         expectError(moved, 400, 'VALIDATION_FAILED', 'config.headers');
       } finally {
         mcp.tools.delete('shout');
@@ -233,11 +265,15 @@ describe('MCP servers as plugins', () => {
       expect(down.status).toBe(201);
       const dead = await startMcpServer([]);
       await dead.close();
-      await t.app.get(DataSource).query(`UPDATE plugin_installations SET config = jsonb_set(config, '{url}', to_jsonb($1::text)) WHERE id = $2`, [
-        dead.url,
-        down.body.id,
-      ]);
-      const unreachable = await run({ steps: [{ id: 'e', action: 'mcp.flaky.echo', input: '{ "text": "x" }', retry: { maxAttempts: 1 } }] });
+      await t.app
+        .get(DataSource)
+        .query(`UPDATE plugin_installations SET config = jsonb_set(config, '{url}', to_jsonb($1::text)) WHERE id = $2`, [
+          dead.url,
+          down.body.id,
+        ]);
+      const unreachable = await run({
+        steps: [{ id: 'e', action: 'mcp.flaky.echo', input: '{ "text": "x" }', retry: { maxAttempts: 1 } }],
+      });
       expect(unreachable.steps[0].error).toMatchObject({ code: 'UPSTREAM_ERROR', message: expect.stringContaining('MCP server') });
     });
 

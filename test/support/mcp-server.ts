@@ -72,7 +72,10 @@ export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcp
       const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown) : undefined;
       const sessionId = req.headers['mcp-session-id'];
       const transport = typeof sessionId === 'string' ? sessions.get(sessionId) : newSession();
-      if (!transport) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      if (!transport)
+        return void res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
       void transport.handleRequest(req, res, body);
     });
   });

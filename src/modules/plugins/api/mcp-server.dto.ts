@@ -106,7 +106,12 @@ export class McpServerResponse {
       url: config.url,
       headers: Object.fromEntries(Object.keys(config.headers ?? {}).map((name) => [name, REDACTED])),
       allowedTools: config.allowedTools ?? null,
-      tools: config.tools.map((t) => ({ name: t.name, action: `${installation.slug}.${t.name}`, description: t.description, inputSchema: t.inputSchema })),
+      tools: config.tools.map((t) => ({
+        name: t.name,
+        action: `${installation.slug}.${t.name}`,
+        description: t.description,
+        inputSchema: t.inputSchema,
+      })),
       skippedTools: config.skippedTools,
       refreshedAt: config.refreshedAt,
       createdBy: installation.installedBy,

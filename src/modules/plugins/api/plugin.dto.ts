@@ -97,7 +97,9 @@ export class InstalledPluginResponse extends PluginManifestResponse {
         }
       : {};
     const config = plugin.connections
-      ? Object.fromEntries(Object.entries(installation.config).filter(([key]) => key in (plugin.manifest.configSchema.properties as object)))
+      ? Object.fromEntries(
+          Object.entries(installation.config).filter(([key]) => key in (plugin.manifest.configSchema.properties as object)),
+        )
       : installation.config;
     return {
       ...manifest,

@@ -52,9 +52,14 @@ export class PluginRegistry {
    * The manifest of an agent kind or action; a connection's action (`mcp.github.search`) is
    * described by the connection's stored config, `pluginConfig`.
    */
-  manifest(kind: 'agentKinds' | 'actions', qualified: string, pluginConfig: Record<string, unknown> | null = null): CapabilityManifest | undefined {
+  manifest(
+    kind: 'agentKinds' | 'actions',
+    qualified: string,
+    pluginConfig: Record<string, unknown> | null = null,
+  ): CapabilityManifest | undefined {
     const connected = this.connected(kind, qualified);
-    if (connected) return pluginConfig ? connected.plugin.connections!.actions(pluginConfig).find((c) => c.name === connected.name) : undefined;
+    if (connected)
+      return pluginConfig ? connected.plugin.connections!.actions(pluginConfig).find((c) => c.name === connected.name) : undefined;
     const [slug, name] = qualified.split('.', 2);
     return this.plugins.get(slug)?.manifest[kind].find((c) => c.name === name);
   }

@@ -125,9 +125,7 @@ export class WorkflowsService implements OnModuleInit {
   /** The stored configs of the connections (MCP servers) whose actions the steps name, by slug: what describes those actions. */
   private async connectionConfigs(organizationId: string, actions: string[]): Promise<Map<string, Record<string, unknown>>> {
     const slugs = [...new Set(actions.map(installationSlug))].filter((slug) => connectionOf(slug)).slice(0, WORKFLOW_LIMITS.steps);
-    const found = await Promise.all(
-      slugs.map(async (slug) => [slug, await this.plugins.find(organizationId, slug)] as const),
-    );
+    const found = await Promise.all(slugs.map(async (slug) => [slug, await this.plugins.find(organizationId, slug)] as const));
     return new Map(found.flatMap(([slug, installation]) => (installation ? [[slug, installation.config] as const] : [])));
   }
 

@@ -67,7 +67,13 @@ export class McpClients {
   }
 
   /** One tools/call, bounded by `signal` and `timeoutMs`; failures are ExecutionErrors. */
-  async callTool(endpoint: McpEndpoint, name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
+  async callTool(
+    endpoint: McpEndpoint,
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<CallToolResult> {
     const key = connectionKey(endpoint);
     const deadline = Date.now() + timeoutMs;
     try {

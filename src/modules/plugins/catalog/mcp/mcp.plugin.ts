@@ -120,7 +120,9 @@ function fixedArguments(schema: JsonSchema): JsonSchema {
 function withoutFixed(schema: JsonSchema, fixed: Record<string, unknown>): JsonSchema {
   const names = Object.keys(fixed);
   if (!names.length) return schema;
-  const properties = Object.fromEntries(Object.entries((schema.properties as JsonSchema | undefined) ?? {}).filter(([k]) => !names.includes(k)));
+  const properties = Object.fromEntries(
+    Object.entries((schema.properties as JsonSchema | undefined) ?? {}).filter(([k]) => !names.includes(k)),
+  );
   const required = Array.isArray(schema.required) ? (schema.required as string[]).filter((k) => !names.includes(k)) : undefined;
   return { ...schema, properties, ...(required ? { required } : {}) };
 }
@@ -134,7 +136,10 @@ function toolCapability(clients: McpClients, name: string): Capability {
       const args = { ...(isObject(input) ? input : {}), ...config };
       const problems = tenantValueProblems(tool.inputSchema, args, 'arguments');
       if (problems.length)
-        throw new ExecutionError('INVALID_INPUT', `The arguments do not fit the tool's input schema: ${problems.map((p) => p.message).join('; ')}`);
+        throw new ExecutionError(
+          'INVALID_INPUT',
+          `The arguments do not fit the tool's input schema: ${problems.map((p) => p.message).join('; ')}`,
+        );
       const result = await clients.callTool(connection, name, args, signal, timeoutMs);
       const text = textOf(result);
       if (result.isError) throw new ExecutionError('TOOL_ERROR', `Tool '${name}' failed: ${text.slice(0, 1000) || 'no message'}`);
@@ -145,9 +150,7 @@ function toolCapability(clients: McpClients, name: string): Capability {
 
 /** The text items of a result, joined by newlines, cut at MAX_TEXT. */
 function textOf(result: CallToolResult): string {
-  const text = (result.content ?? [])
-    .flatMap((item) => (item.type === 'text' ? [item.text] : []))
-    .join('\n');
+  const text = (result.content ?? []).flatMap((item) => (item.type === 'text' ? [item.text] : [])).join('\n');
   return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
 }
 

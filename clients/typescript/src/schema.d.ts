@@ -592,6 +592,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** MCP servers connected to the caller's organization, newest first */
+        get: operations["McpServersController_list"];
+        put?: never;
+        /** Connect a remote MCP server: its tools are read now and become actions mcp.<name>.<tool> */
+        post: operations["McpServersController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/mcp-servers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One MCP server with its tools (header values never shown) */
+        get: operations["McpServersController_get"];
+        put?: never;
+        post?: never;
+        /** Disconnect a server; refused while a workflow or agent uses one of its tools */
+        delete: operations["McpServersController_delete"];
+        options?: never;
+        head?: never;
+        /** Change a server's URL, headers or allowed tools; its tools are read again */
+        patch: operations["McpServersController_update"];
+        trace?: never;
+    };
+    "/api/mcp-servers/{id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read the server's tools again (tools/list) and store them */
+        post: operations["McpServersController_refresh"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents": {
         parameters: {
             query?: never;
@@ -1421,7 +1475,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "MCP_SERVER_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "MCP_SERVER_NAME_TAKEN" | "MCP_SERVER_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "MCP_SERVER_UNREACHABLE" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -1919,6 +1973,85 @@ export interface components {
             config: {
                 [key: string]: unknown;
             };
+        };
+        CreateMcpServerRequest: {
+            /**
+             * @description Names its actions: `mcp.<name>.<tool>`; cannot be changed
+             * @example github
+             */
+            name: string;
+            /**
+             * @description The server's Streamable HTTP endpoint; checked by the SSRF guard on every connection and redirect
+             * @example https://mcp.example.com/mcp
+             */
+            url: string;
+            /** @description Sent with every request to the server (e.g. `Authorization`); stored sealed like plugin secrets and never returned (names only, values shown as "********") */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Only these of its tools become actions; every tool it lists when absent */
+            allowedTools?: string[];
+        };
+        McpToolResponse: {
+            /** @example search_issues */
+            name: string;
+            /**
+             * @description The action that calls it, in workflow steps and agent tools
+             * @example mcp.github.search_issues
+             */
+            action: string;
+            description: string;
+            inputSchema: {
+                [key: string]: unknown;
+            };
+        };
+        SkippedToolResponse: {
+            name: string;
+            /** @description Why it is not offered */
+            reason: string;
+        };
+        McpServerResponse: {
+            /** Format: uuid */
+            id: string;
+            /** @example github */
+            name: string;
+            /**
+             * @description Its slug among the installed plugins (GET /api/plugins/:slug)
+             * @example mcp.github
+             */
+            slug: string;
+            url: string;
+            /** @description Header names; values are never returned */
+            headers: {
+                [key: string]: string;
+            };
+            allowedTools: string[] | null;
+            /** @description Its tools as last read (on connect, update and refresh) */
+            tools: components["schemas"]["McpToolResponse"][];
+            /** @description Tools it lists that cannot be offered */
+            skippedTools: components["schemas"]["SkippedToolResponse"][];
+            /** Format: date-time */
+            refreshedAt: string;
+            /** Format: uuid */
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        McpServerPageResponse: {
+            data: components["schemas"]["McpServerResponse"][];
+            nextCursor: string | null;
+        };
+        UpdateMcpServerRequest: {
+            /** @description The server's Streamable HTTP endpoint; checked by the SSRF guard on every connection and redirect; a new URL needs its headers entered again */
+            url?: string;
+            /** @description Sent with every request to the server (e.g. `Authorization`); stored sealed like plugin secrets and never returned (names only, values shown as "********"); replaces them all, null removes them */
+            headers?: {
+                [key: string]: string;
+            } | null;
+            /** @description Only these of its tools become actions; every tool it lists when absent; null offers every tool */
+            allowedTools?: string[] | null;
         };
         CreateAgentRequest: {
             /** @example Ticket triage */
@@ -7182,6 +7315,525 @@ export interface operations {
             };
             /** @description Error envelope; code INTERNAL_ERROR */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMcpServerRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_NAME_TAKEN | MCP_SERVER_LIMIT_REACHED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_UNREACHABLE */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code PLUGIN_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMcpServerRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_UNREACHABLE */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpServersController_refresh: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code MCP_SERVER_UNREACHABLE */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

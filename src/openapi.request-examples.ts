@@ -55,6 +55,13 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
   'PUT /api/api-keys/policy': { maxLifetimeDays: 90 },
   'PATCH /api/plugins/{slug}': { config: { defaultHeaders: { 'X-Team': 'billing' }, origins: ['https://crm.example.com'] } },
   'POST /api/plugins/{slug}/install': {},
+  'POST /api/mcp-servers': {
+    name: 'github',
+    url: 'https://mcp.example.com/mcp',
+    headers: { Authorization: 'Bearer mcp_example_token' },
+    allowedTools: ['search_issues', 'get_issue'],
+  },
+  'PATCH /api/mcp-servers/{id}': { allowedTools: ['search_issues'] },
   'POST /api/agents': { name: 'shout', kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } },
   'PATCH /api/agents/{id}': { description: 'Shouts the text back', timeoutMs: 10000, maxAttempts: 2 },
   'POST /api/agents/{id}/execute': { input: { text: 'hi' } },

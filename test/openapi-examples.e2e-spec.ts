@@ -5,6 +5,7 @@ import { REQUEST_EXAMPLES } from '../src/openapi.request-examples';
 import { ERROR_CATALOG, ErrorCode } from '../src/shared/errors/error-catalog';
 import { OutboundHttp } from '../src/shared/outbound/outbound-http';
 import { eventually } from './support/eventually';
+import { LoopbackMcpServer, startMcpServer, textTool } from './support/mcp-server';
 import { bearer, createTestApp, TestApp, TestUser } from './support/test-app';
 
 interface ErrorExample {
@@ -118,10 +119,15 @@ type Operation = {
 describe('the request body examples of the OpenAPI document', () => {
   let t: TestApp;
   let operations: Map<string, Operation>;
+  let mcp: LoopbackMcpServer;
   const sent = new Set<string>();
 
   beforeAll(async () => {
-    t = await createTestApp();
+    // The MCP server example's URL is stood in for by a real one on loopback with its tools.
+    mcp = await startMcpServer(
+      ['search_issues', 'get_issue'].map((name) => textTool({ name, description: name, inputSchema: { type: 'object' } }, () => '')),
+    );
+    t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     const document = (await t.http().get('/api/docs-json')).body as { paths: Record<string, Record<string, Operation>> };
     operations = new Map(
       Object.entries(document.paths).flatMap(([path, methods]) =>
@@ -131,7 +137,10 @@ describe('the request body examples of the OpenAPI document', () => {
     // Offline, a webhook example's host does not resolve: the SSRF guard's check passes it here.
     jest.spyOn(t.app.get(OutboundHttp), 'check').mockResolvedValue();
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await mcp.close();
+  });
 
   /**
    * Sends the document's example of `key` ("METHOD /path") to `path` (the path with its ids) as
@@ -198,6 +207,9 @@ describe('the request body examples of the OpenAPI document', () => {
     await send('POST /api/plugins/{slug}/install', '/api/plugins/transform/install', admin);
     await send('POST /api/plugins/{slug}/install', '/api/plugins/http/install', admin);
     await send('PATCH /api/plugins/{slug}', '/api/plugins/http', admin);
+    const server = await send('POST /api/mcp-servers', '/api/mcp-servers', admin, { url: mcp.url });
+    expect(server.tools).toHaveLength(2);
+    await send('PATCH /api/mcp-servers/{id}', `/api/mcp-servers/${server.id}`, admin);
 
     const agent = await send('POST /api/agents', '/api/agents', admin);
     await send('PATCH /api/agents/{id}', `/api/agents/${agent.id}`, admin);

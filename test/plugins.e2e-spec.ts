@@ -23,7 +23,7 @@ describe('plugins', () => {
     const res = await t.http().get('/api/plugin-catalog').set(bearer(org.viewer));
     expect(res.status).toBe(200);
     const slugs = res.body.data.map((p: { slug: string }) => p.slug).sort();
-    expect(slugs).toEqual(['http', 'llm', 'transform']);
+    expect(slugs).toEqual(['http', 'llm', 'mcp', 'transform']);
     const llm = res.body.data.find((p: { slug: string }) => p.slug === 'llm');
     expect(llm).toMatchObject({
       installed: false,

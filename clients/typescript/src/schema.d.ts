@@ -7410,6 +7410,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "github",
+                 *       "url": "https://mcp.example.com/mcp",
+                 *       "headers": {
+                 *         "Authorization": "Bearer mcp_example_token"
+                 *       },
+                 *       "allowedTools": [
+                 *         "search_issues",
+                 *         "get_issue"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateMcpServerRequest"];
             };
         };
@@ -7673,6 +7686,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "allowedTools": [
+                 *         "search_issues"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateMcpServerRequest"];
             };
         };

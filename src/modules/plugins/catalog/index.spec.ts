@@ -5,8 +5,9 @@ describe('builtInPlugins', () => {
   const expressions = { evaluate: () => Promise.reject(new Error('not evaluated here')) };
   const plugins = builtInPlugins({ http: loopbackClient(), expressions });
 
-  it('ships transform, http and llm', () => {
-    expect(plugins.map((p) => p.manifest.slug)).toEqual(['transform', 'http', 'llm']);
+  it('ships transform, http, llm and mcp (whose actions come from the servers an organization connects)', () => {
+    expect(plugins.map((p) => p.manifest.slug)).toEqual(['transform', 'http', 'llm', 'mcp']);
+    expect(plugins.filter((p) => p.connections).map((p) => p.manifest.slug)).toEqual(['mcp']);
   });
 
   it.each(plugins.map((p) => [p.manifest.slug, p] as const))('%s implements exactly what its manifest declares', (_slug, plugin) => {

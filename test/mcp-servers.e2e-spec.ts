@@ -123,6 +123,7 @@ describe('MCP servers as plugins', () => {
         name: 'tools',
         slug: 'mcp.tools',
         url: mcp.url,
+        transport: 'streamable-http',
         headers: { Authorization: '********' },
         allowedTools: null,
         skippedTools: [],
@@ -275,6 +276,14 @@ describe('MCP servers as plugins', () => {
         steps: [{ id: 'e', action: 'mcp.flaky.echo', input: '{ "text": "x" }', retry: { maxAttempts: 1 } }],
       });
       expect(unreachable.steps[0].error).toMatchObject({ code: 'UPSTREAM_ERROR', message: expect.stringContaining('MCP server') });
+    });
+
+    it('speaks the older HTTP+SSE transport to a server that only has it', async () => {
+      const legacy = await connect({ name: 'legacy', url: mcp.sseUrl, transport: 'sse' });
+      expect(legacy.status).toBe(201);
+      expect(legacy.body).toMatchObject({ transport: 'sse', tools: expect.arrayContaining([expect.objectContaining({ name: 'echo' })]) });
+      const body = await run({ steps: [{ id: 'e', action: 'mcp.legacy.add', input: '{ "a": 1, "b": 2 }' }] });
+      expect(body).toMatchObject({ status: 'succeeded', steps: [{ output: { structuredContent: { sum: 3 } } }] });
     });
 
     it('opens a new session when the server forgot the old one', async () => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 
@@ -11,8 +12,10 @@ export interface ScriptedTool {
 }
 
 export interface LoopbackMcpServer {
-  /** `http://127.0.0.1:<port>/mcp`. */
+  /** `http://127.0.0.1:<port>/mcp`: Streamable HTTP. */
   url: string;
+  /** `http://127.0.0.1:<port>/sse`: the older HTTP+SSE transport (its messages are POSTed to /messages). */
+  sseUrl: string;
   /** `http://127.0.0.1:<port>`. */
   origin: string;
   /** The tools it lists now; change it to change what tools/list answers. */
@@ -29,7 +32,8 @@ export interface LoopbackMcpServer {
 }
 
 /**
- * A real MCP server on 127.0.0.1, built with the official SDK (Streamable HTTP with sessions):
+ * A real MCP server on 127.0.0.1, built with the official SDK (Streamable HTTP with sessions,
+ * and the older HTTP+SSE transport beside it):
  * the other side of the `mcp` plugin in tests and benchmarks. Its tools are scripted.
  */
 export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcpServer> {
@@ -41,7 +45,9 @@ export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcp
     redirects: new Map(),
   };
 
-  function newSession(): StreamableHTTPServerTransport {
+  const sseSessions = new Map<string, SSEServerTransport>();
+
+  function newServer(): Server {
     const server = new Server({ name: 'loopback-tools', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...state.tools.values()].map((t) => t.tool) }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -51,6 +57,11 @@ export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcp
       if (!scripted) return { isError: true, content: [{ type: 'text', text: `unknown tool ${request.params.name}` }] };
       return scripted.call(args, extra.signal);
     });
+    return server;
+  }
+
+  function newSession(): StreamableHTTPServerTransport {
+    const server = newServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
@@ -65,6 +76,17 @@ export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcp
     state.requests.push({ method: req.method ?? '', path, headers: req.headers });
     const location = state.redirects.get(path);
     if (location) return void res.writeHead(307, { location }).end();
+    if (path === '/sse' && req.method === 'GET') {
+      const transport = new SSEServerTransport('/messages', res);
+      sseSessions.set(transport.sessionId, transport);
+      res.on('close', () => sseSessions.delete(transport.sessionId));
+      return void newServer().connect(transport);
+    }
+    if (path === '/messages') {
+      const transport = sseSessions.get(new URL(req.url ?? '', 'http://x').searchParams.get('sessionId') ?? '');
+      if (!transport) return void res.writeHead(404).end();
+      return void transport.handlePostMessage(req, res);
+    }
     if (path !== '/mcp') return void res.writeHead(404).end();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -84,10 +106,12 @@ export async function startMcpServer(tools: ScriptedTool[]): Promise<LoopbackMcp
   return {
     ...state,
     url: `${origin}/mcp`,
+    sseUrl: `${origin}/sse`,
     origin,
     forgetSessions: () => sessions.clear(),
     close: () =>
       new Promise<void>((resolve) => {
+        for (const transport of sseSessions.values()) void transport.close();
         http.closeAllConnections();
         http.close(() => resolve());
       }),

@@ -1985,6 +1985,12 @@ export interface components {
              * @example https://mcp.example.com/mcp
              */
             url: string;
+            /**
+             * @description `streamable-http`, or `sse` for a server that only speaks the older HTTP+SSE transport (the URL is then its event stream)
+             * @default streamable-http
+             * @enum {string}
+             */
+            transport?: "streamable-http" | "sse";
             /** @description Sent with every request to the server (e.g. `Authorization`); stored sealed like plugin secrets and never returned (names only, values shown as "********") */
             headers?: {
                 [key: string]: string;
@@ -2021,6 +2027,8 @@ export interface components {
              */
             slug: string;
             url: string;
+            /** @enum {string} */
+            transport: "streamable-http" | "sse";
             /** @description Header names; values are never returned */
             headers: {
                 [key: string]: string;
@@ -2046,6 +2054,11 @@ export interface components {
         UpdateMcpServerRequest: {
             /** @description The server's Streamable HTTP endpoint; checked by the SSRF guard on every connection and redirect; a new URL needs its headers entered again */
             url?: string;
+            /**
+             * @description `streamable-http`, or `sse` for a server that only speaks the older HTTP+SSE transport (the URL is then its event stream)
+             * @enum {string}
+             */
+            transport?: "streamable-http" | "sse";
             /** @description Sent with every request to the server (e.g. `Authorization`); stored sealed like plugin secrets and never returned (names only, values shown as "********"); replaces them all, null removes them */
             headers?: {
                 [key: string]: string;

@@ -12,6 +12,8 @@ export interface ExchangeInit {
   maxResponseBytes: number;
   /** False for a response whose body nobody will read (a redirect being followed). */
   keepBody: (status: number, headers: Record<string, string>) => boolean;
+  /** Sees the status and headers of a response whose body is kept, before its body is read. */
+  onHead?: (status: number, headers: Record<string, string>) => void;
   /** Sees each chunk of a body that is kept, as it arrives. */
   onBody?: (chunk: Buffer) => void;
   /** A pool of kept-alive connections to this target; without one, a fresh socket closed after the response. */
@@ -48,7 +50,9 @@ export function exchange(target: OutboundTarget, init: ExchangeInit, signal: Abo
     request.on('response', (response) => {
       const headers = flattenHeaders(response.headers);
       const status = response.statusCode ?? 0;
-      const body = init.keepBody(status, headers) ? readCapped(response, init.maxResponseBytes, init.onBody) : discard(response);
+      const keep = init.keepBody(status, headers);
+      if (keep) init.onHead?.(status, headers);
+      const body = keep ? readCapped(response, init.maxResponseBytes, init.onBody) : discard(response);
       body.then((bytes) => {
         signal.removeEventListener('abort', onAbort);
         resolve({ status, headers, body: bytes, url: target.url.href });

@@ -49,7 +49,11 @@ export class OutboundHttp {
         const target = await resolveTarget(hop.url, this.allowList, this.resolver, signal);
         const keepBody = (status: number, headers: Record<string, string>) => !follows(status, headers);
         const agent = req.keepAlive ? this.pools.for(target) : undefined;
-        const response = await exchange(target, { ...hop, maxResponseBytes, keepBody, agent, onBody: req.onBody }, signal);
+        const response = await exchange(
+          target,
+          { ...hop, maxResponseBytes, keepBody, agent, onHead: req.onHead, onBody: req.onBody },
+          signal,
+        );
         if (!follows(response.status, response.headers)) return response;
         if (redirects >= maxRedirects) throw new OutboundError('TOO_MANY_REDIRECTS', `More than ${maxRedirects} redirects`);
         hop = nextHop(hop, response.status, response.headers.location);

@@ -22,6 +22,8 @@ export interface OutboundRequest {
    * each request is still checked by the guard first.
    */
   keepAlive?: boolean;
+  /** Called with the final response's status and headers as soon as they arrive, before its body. */
+  onHead?: (status: number, headers: Record<string, string>) => void;
   /**
    * Called with each body chunk of the final response as it arrives (to read a stream while it
    * lasts); the body is still collected and capped. A throw ends the read and fails the request.

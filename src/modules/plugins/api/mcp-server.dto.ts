@@ -1,11 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { REDACTED } from '../application/plugins.service';
 import { Installation } from '../domain/installation';
 import type { McpConnectionConfig } from '../catalog/mcp/mcp.plugin';
 
 const HTTP_URL = /^https?:\/\//i;
+const TRANSPORTS = ['streamable-http', 'sse'] as const;
+const TRANSPORT_DESCRIPTION =
+  '`streamable-http`, or `sse` for a server that only speaks the older HTTP+SSE transport (the URL is then its event stream)';
 const URL_DESCRIPTION = "The server's Streamable HTTP endpoint; checked by the SSRF guard on every connection and redirect";
 const HEADERS_DESCRIPTION =
   'Sent with every request to the server (e.g. `Authorization`); stored sealed like plugin secrets and never returned (names only, values shown as "********")';
@@ -26,6 +29,11 @@ export class CreateMcpServerRequest {
   @MaxLength(2048)
   @Matches(HTTP_URL, { message: 'url must be an http or https URL' })
   url!: string;
+
+  @ApiPropertyOptional({ enum: TRANSPORTS, default: 'streamable-http', description: TRANSPORT_DESCRIPTION })
+  @Optional()
+  @IsIn(TRANSPORTS)
+  transport?: (typeof TRANSPORTS)[number];
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' }, description: HEADERS_DESCRIPTION })
   @Optional()
@@ -48,6 +56,11 @@ export class UpdateMcpServerRequest {
   @MaxLength(2048)
   @Matches(HTTP_URL, { message: 'url must be an http or https URL' })
   url?: string;
+
+  @ApiPropertyOptional({ enum: TRANSPORTS, description: TRANSPORT_DESCRIPTION })
+  @Optional()
+  @IsIn(TRANSPORTS)
+  transport?: (typeof TRANSPORTS)[number];
 
   @ApiPropertyOptional({
     type: 'object',
@@ -86,6 +99,7 @@ export class McpServerResponse {
   @ApiProperty({ example: 'github' }) name!: string;
   @ApiProperty({ example: 'mcp.github', description: 'Its slug among the installed plugins (GET /api/plugins/:slug)' }) slug!: string;
   @ApiProperty() url!: string;
+  @ApiProperty({ enum: TRANSPORTS }) transport!: string;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Header names; values are never returned' })
   headers!: Record<string, string>;
   @ApiProperty({ type: [String], nullable: true }) allowedTools!: string[] | null;
@@ -104,6 +118,7 @@ export class McpServerResponse {
       name: installation.slug.slice('mcp.'.length),
       slug: installation.slug,
       url: config.url,
+      transport: config.transport ?? 'streamable-http',
       headers: Object.fromEntries(Object.keys(config.headers ?? {}).map((name) => [name, REDACTED])),
       allowedTools: config.allowedTools ?? null,
       tools: config.tools.map((t) => ({

@@ -20,6 +20,7 @@ const PREFIX = 'mcp.';
 /** What an admin enters for a server; `headers: null` (on update) removes them. */
 export interface McpServerInput {
   url?: string;
+  transport?: 'streamable-http' | 'sse';
   headers?: Record<string, string> | null;
   allowedTools?: string[] | null;
 }
@@ -134,8 +135,8 @@ export class McpServersService {
 
 /** The fields an admin enters, without what was read from the server. */
 function entered(config: Record<string, unknown>): Record<string, unknown> {
-  const { url, headers, allowedTools } = config;
-  return Object.fromEntries(Object.entries({ url, headers, allowedTools }).filter(([, v]) => v !== undefined));
+  const { url, transport, headers, allowedTools } = config;
+  return Object.fromEntries(Object.entries({ url, transport, headers, allowedTools }).filter(([, v]) => v !== undefined));
 }
 
 function nameTaken(name: string): DomainError {

@@ -1,21 +1,28 @@
 import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { LRUCache } from 'lru-cache';
 import { canonicalJson } from '../../../../shared/json/canonical-json';
 import { OutboundError } from '../../../../shared/outbound/outbound-http.types';
 import { ExecutionError } from '../../domain/plugin';
 import { fromOutboundError } from '../outbound-error.mapper';
-import { withinCall } from './guarded-fetch';
+import type { HttpClient } from '../http-client';
+import { guardedFetch, outsideCalls, withinCall } from './guarded-fetch';
 
 /** Where an MCP server is and how to reach it: what a connection's stored config holds for the client. */
 export interface McpEndpoint {
   url: string;
+  /** `streamable-http` (the default) or the older `sse` (HTTP+SSE). */
+  transport?: McpTransport;
   /** Sent with every request (the values are secrets). */
   headers?: Record<string, string>;
 }
+
+export const MCP_TRANSPORTS = ['streamable-http', 'sse'] as const;
+export type McpTransport = (typeof MCP_TRANSPORTS)[number];
 
 /** The most tools read from one server (pages of tools/list followed until then). */
 export const MAX_TOOLS = 200;
@@ -29,10 +36,11 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const CLIENT_INFO = { name: 'platform', version: '1.0.0' };
 
 /**
- * MCP clients (the official SDK's), one connected session per server and credentials, reused
- * by every call to that server until it idles out: a call costs one request, not a handshake.
- * A session the server forgot (404) is opened again once. Every request goes through `fetch`
- * (the SSRF-guarded one).
+ * MCP clients (the official SDK's). Over Streamable HTTP, one connected session per server and
+ * credentials is reused by every call to that server until it idles out: a call costs one
+ * request, not a handshake; a session the server forgot (404) is opened again once. Over the
+ * older HTTP+SSE transport a session holds a stream open, so each call opens its own and
+ * closes it after. Every request goes through the SSRF-guarded fetch.
  */
 export class McpClients {
   private readonly open = new LRUCache<string, Promise<Client>>({
@@ -42,7 +50,13 @@ export class McpClients {
     dispose: (client) => void client.then((c) => c.close()).catch(() => undefined),
   });
 
-  constructor(private readonly fetch: FetchLike) {}
+  private readonly fetch: FetchLike;
+  private readonly streamingFetch: FetchLike;
+
+  constructor(http: HttpClient, maxResponseBytes: number) {
+    this.fetch = guardedFetch(http, maxResponseBytes, { streams: false });
+    this.streamingFetch = guardedFetch(http, maxResponseBytes, { streams: true });
+  }
 
   /** Every tool the server lists (at most MAX_TOOLS), on a session of its own that is closed after. */
   async listTools(endpoint: McpEndpoint, timeoutMs: number): Promise<Tool[]> {
@@ -78,6 +92,7 @@ export class McpClients {
     const deadline = Date.now() + timeoutMs;
     try {
       return await withinCall({ signal, deadline }, async () => {
+        if (endpoint.transport === 'sse') return await this.callOnce(endpoint, name, args, signal, deadline);
         for (let attempt = 1; ; attempt++) {
           const client = await this.session(key, endpoint);
           try {
@@ -96,10 +111,24 @@ export class McpClients {
     }
   }
 
+  /** A call on a session of its own, closed after (HTTP+SSE). */
+  private async callOnce(endpoint: McpEndpoint, name: string, args: Record<string, unknown>, signal: AbortSignal, deadline: number) {
+    const client = await this.connect(endpoint, Math.max(1, Math.min(CONNECT_TIMEOUT_MS, deadline - Date.now())));
+    try {
+      return (await client.callTool({ name, arguments: args }, undefined, {
+        signal,
+        timeout: Math.max(1, deadline - Date.now()),
+      })) as CallToolResult;
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
   private session(key: string, endpoint: McpEndpoint): Promise<Client> {
     let client = this.open.get(key);
     if (!client) {
-      client = this.connect(endpoint, CONNECT_TIMEOUT_MS);
+      // Shared by every call that comes while it connects: no one call's cancel may end it.
+      client = outsideCalls(() => this.connect(endpoint, CONNECT_TIMEOUT_MS));
       // A failed connect is forgotten at once: the next call tries again.
       client.catch(() => this.open.get(key) === client && this.open.delete(key));
       this.open.set(key, client);
@@ -108,10 +137,11 @@ export class McpClients {
   }
 
   private async connect(endpoint: McpEndpoint, timeoutMs: number): Promise<Client> {
-    const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), {
-      fetch: this.fetch,
-      requestInit: { headers: endpoint.headers ?? {} },
-    });
+    const requestInit = { headers: endpoint.headers ?? {} };
+    const transport: Transport =
+      endpoint.transport === 'sse'
+        ? new SSEClientTransport(new URL(endpoint.url), { fetch: this.streamingFetch, requestInit })
+        : new StreamableHTTPClientTransport(new URL(endpoint.url), { fetch: this.fetch, requestInit });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     await client.connect(transport, { timeout: timeoutMs });
     return client;
@@ -121,7 +151,7 @@ export class McpClients {
 /** One session per URL and headers: changed credentials open a new one. */
 function connectionKey(endpoint: McpEndpoint): string {
   return createHash('sha256')
-    .update(canonicalJson({ url: endpoint.url, headers: endpoint.headers ?? {} }))
+    .update(canonicalJson({ url: endpoint.url, transport: endpoint.transport ?? 'streamable-http', headers: endpoint.headers ?? {} }))
     .digest('base64url');
 }
 

@@ -2,8 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { tenantSchemaProblems, tenantValueProblems } from '../../../../shared/json-schema/json-schema.validator';
 import { Capability, CapabilityManifest, ExecutionError, JsonSchema, Plugin } from '../../domain/plugin';
 import { HttpClient, MAX_RESPONSE_BYTES } from '../http-client';
-import { guardedFetch } from './guarded-fetch';
-import { McpClients } from './mcp-clients';
+import { MCP_TRANSPORTS, McpClients, McpTransport } from './mcp-clients';
 
 /** A tool as read from the server's tools/list and stored with the connection. */
 export interface StoredTool {
@@ -15,6 +14,8 @@ export interface StoredTool {
 /** The stored config of one connected MCP server (an installation `mcp.<name>`). */
 export interface McpConnectionConfig {
   url: string;
+  /** `streamable-http` when absent. */
+  transport?: McpTransport;
   /** Secret: sealed at rest, never returned. */
   headers?: Record<string, string>;
   /** Only these of the server's tools are offered; all of them when absent. */
@@ -38,7 +39,7 @@ export const MCP_SERVERS_ENDPOINT = 'POST /api/mcp-servers';
  * over the outbound client (SSRF guard on every connection and redirect).
  */
 export function createMcpPlugin(http: HttpClient): Plugin {
-  const clients = new McpClients(guardedFetch(http, MAX_RESPONSE_BYTES));
+  const clients = new McpClients(http, MAX_RESPONSE_BYTES);
   return {
     manifest: {
       slug: 'mcp',
@@ -52,7 +53,13 @@ export function createMcpPlugin(http: HttpClient): Plugin {
         type: 'object',
         required: ['url'],
         properties: {
-          url: { type: 'string', format: 'uri', maxLength: 2048, description: "The server's Streamable HTTP endpoint." },
+          url: { type: 'string', format: 'uri', maxLength: 2048, description: "The server's MCP endpoint." },
+          transport: {
+            type: 'string',
+            enum: [...MCP_TRANSPORTS],
+            default: 'streamable-http',
+            description: 'Streamable HTTP, or the older HTTP+SSE transport (the URL of its event stream).',
+          },
           headers: {
             type: 'object',
             maxProperties: 20,

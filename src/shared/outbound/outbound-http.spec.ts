@@ -130,6 +130,17 @@ describe('OutboundHttp', () => {
       expect(response.body.toString()).toBe('first second');
     });
 
+    it('hands the status and headers to onHead before the first body chunk', async () => {
+      const seen: string[] = [];
+      const onHead = (status: number, headers: Record<string, string>) => seen.push(`head ${status} ${headers['content-type'] ?? ''}`);
+      const onBody = (chunk: Buffer) => {
+        seen.push(chunk.toString());
+        server.endDrip?.();
+      };
+      await http.request(get(`${origin}/drip`, { onHead, onBody }));
+      expect(seen).toEqual([expect.stringMatching(/^head 200/), 'first ', 'second']);
+    });
+
     it('stops reading and fails with the error onBody throws', async () => {
       server.streamClosed = false;
       const stop = new Error('enough');

@@ -339,6 +339,15 @@ describe('MCP servers as plugins', () => {
     const own = await connect({ name: 'tools', url: mcp.url, allowedTools: ['echo'] }, other);
     expect(own.status).toBe(201);
     expect(own.body.headers).toEqual({});
+    // Calls of the two organizations never share a session, though URL and server are the same.
+    const theirs = await defineWorkflow({ steps: [{ id: 'e', action: 'mcp.tools.echo', input: '{ "text": "theirs" }' }] }, other);
+    const ran = await t.http().post(`/api/workflows/${theirs.body.id}/run?wait=20`).set(bearer(other.member)).send({ input: {} });
+    expect(ran.body).toMatchObject({ status: 'succeeded', output: { e: { text: 'echo: theirs' } } });
+    const sessionOf = (text: string) => mcp.calls.find((c) => c.arguments.text === text)?.headers['mcp-session-id'];
+    await run({ steps: [{ id: 'e', action: 'mcp.tools.echo', input: '{ "text": "ours" }' }] });
+    expect(sessionOf('theirs')).toEqual(expect.any(String));
+    expect(sessionOf('ours')).toEqual(expect.any(String));
+    expect(sessionOf('theirs')).not.toBe(sessionOf('ours'));
   });
 
   it('refuses to disconnect a server whose tools are in use, then disconnects it', async () => {

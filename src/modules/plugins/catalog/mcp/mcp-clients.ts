@@ -80,15 +80,20 @@ export class McpClients {
     });
   }
 
-  /** One tools/call, bounded by `signal` and `timeoutMs`; failures are ExecutionErrors. */
+  /**
+   * One tools/call for `organizationId`, bounded by `signal` and `timeoutMs`; failures are
+   * ExecutionErrors. Sessions are never shared between organizations: a server may keep state
+   * per session.
+   */
   async callTool(
+    organizationId: string,
     endpoint: McpEndpoint,
     name: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
     timeoutMs: number,
   ): Promise<CallToolResult> {
-    const key = connectionKey(endpoint);
+    const key = connectionKey(organizationId, endpoint);
     const deadline = Date.now() + timeoutMs;
     try {
       return await withinCall({ signal, deadline }, async () => {
@@ -148,9 +153,10 @@ export class McpClients {
   }
 }
 
-/** One session per URL and headers: changed credentials open a new one. */
-function connectionKey(endpoint: McpEndpoint): string {
+/** One session per organization, URL, transport and headers: changed credentials open a new one. */
+function connectionKey(organizationId: string, endpoint: McpEndpoint): string {
   return createHash('sha256')
+    .update(organizationId)
     .update(canonicalJson({ url: endpoint.url, transport: endpoint.transport ?? 'streamable-http', headers: endpoint.headers ?? {} }))
     .digest('base64url');
 }

@@ -88,6 +88,9 @@ export function createMcpPlugin(http: HttpClient): Plugin {
   };
 }
 
+/** The most a server's stored tools (names, descriptions, schemas) take, serialized. */
+const MAX_TOOLS_BYTES = 1024 * 1024;
+
 /** MCP's tool names: what a qualified action `mcp.<server>.<tool>` can carry. */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
@@ -100,13 +103,21 @@ async function readConnection(clients: McpClients, config: McpConnectionConfig, 
   const allowed = config.allowedTools ? new Set(config.allowedTools) : null;
   const tools: StoredTool[] = [];
   const skippedTools: Array<{ name: string; reason: string }> = [];
+  let bytes = 0;
   for (const tool of listed) {
     if (allowed && !allowed.has(tool.name)) continue;
+    const stored = { name: tool.name, description: (tool.description ?? tool.title ?? '').slice(0, 4000), inputSchema: tool.inputSchema };
+    const size = Buffer.byteLength(JSON.stringify(stored));
     const reason = !TOOL_NAME.test(tool.name)
       ? 'its name is not 1-128 letters, digits, `_`, `-` or `.`'
-      : tenantSchemaProblems(tool.inputSchema, 'inputSchema')[0]?.message;
+      : bytes + size > MAX_TOOLS_BYTES
+        ? `the server's tools take more than ${MAX_TOOLS_BYTES} bytes; list fewer with allowedTools`
+        : tenantSchemaProblems(tool.inputSchema, 'inputSchema')[0]?.message;
     if (reason) skippedTools.push({ name: tool.name.slice(0, 128), reason });
-    else tools.push({ name: tool.name, description: (tool.description ?? tool.title ?? '').slice(0, 4000), inputSchema: tool.inputSchema });
+    else {
+      tools.push(stored);
+      bytes += size;
+    }
   }
   for (const name of config.allowedTools ?? [])
     if (!listed.some((t) => t.name === name)) skippedTools.push({ name, reason: 'the server does not list it' });
@@ -136,7 +147,7 @@ function withoutFixed(schema: JsonSchema, fixed: Record<string, unknown>): JsonS
 
 function toolCapability(clients: McpClients, name: string): Capability {
   return {
-    async execute({ pluginConfig, config, input, signal, timeoutMs }) {
+    async execute({ organizationId, pluginConfig, config, input, signal, timeoutMs }) {
       const connection = pluginConfig as unknown as McpConnectionConfig;
       const tool = connection.tools.find((t) => t.name === name);
       if (!tool) throw new ExecutionError('TOOL_ERROR', `The MCP server offers no tool '${name}' (refresh it if the server changed)`);
@@ -147,7 +158,7 @@ function toolCapability(clients: McpClients, name: string): Capability {
           'INVALID_INPUT',
           `The arguments do not fit the tool's input schema: ${problems.map((p) => p.message).join('; ')}`,
         );
-      const result = await clients.callTool(connection, name, args, signal, timeoutMs);
+      const result = await clients.callTool(organizationId, connection, name, args, signal, timeoutMs);
       const text = textOf(result);
       if (result.isError) throw new ExecutionError('TOOL_ERROR', `Tool '${name}' failed: ${text.slice(0, 1000) || 'no message'}`);
       return { content: result.content, structuredContent: result.structuredContent ?? null, text };

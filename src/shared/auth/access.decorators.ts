@@ -11,6 +11,7 @@ export const OPERATOR_KEY = 'access:operator';
 export const OPERATORS_TOO_KEY = 'access:operators-too';
 export const SCOPE_KEY = 'access:scope';
 export const SESSION_ONLY_KEY = 'access:session-only';
+export const ANY_SCOPE_KEY = 'access:any-scope';
 
 /** No token needed (login, refresh, SAML endpoints, ops). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
@@ -33,6 +34,13 @@ export const RolesOrOperator = (...roles: Role[]) => applyDecorators(Roles(...ro
  */
 export const RequiresScope = (scope: Scope) =>
   applyDecorators(SetMetadata(SCOPE_KEY, scope), ApiSecurity(API_KEY_SCHEME), ApiExtension('x-api-key-scope', scope));
+
+/**
+ * A route that serves several kinds of resource in one (`/api/mcp`): a key with scopes must hold
+ * at least one of these; the service narrows what it does to the scopes the key holds.
+ */
+export const RequiresAnyScope = (...scopes: Scope[]) =>
+  applyDecorators(SetMetadata(ANY_SCOPE_KEY, scopes), ApiSecurity(API_KEY_SCHEME), ApiExtension('x-api-key-scope', scopes.join(' | ')));
 
 /** Only a signed-in person (a session), never an API key: credentials, passwords, operator rights. */
 export const SessionOnly = () => SetMetadata(SESSION_ONLY_KEY, true);

@@ -44,9 +44,16 @@ export type ScheduleTrigger = { type: 'schedule'; id: string; scheduledFor: stri
 /** A request to a workflow's inbound webhook trigger, recorded as the trigger's event. */
 export type WebhookTrigger = { type: 'webhook'; id: string; eventId: string };
 
+/**
+ * A call of an MCP client through `/api/mcp`: `id` is the user (or the service account that
+ * holds the key), `keyId` the API key when it called with one.
+ */
+export type McpTrigger = { type: 'mcp'; id: string; keyId?: string };
+
 /** What started an execution or a run, as its `triggeredBy` shows it. */
 export type Trigger =
   | ApiTrigger
+  | McpTrigger
   | ScheduleTrigger
   | WebhookTrigger
   | { type: 'workflow_run'; id: string }
@@ -62,4 +69,10 @@ export function triggerOf(principal: Principal): ApiTrigger {
     id: credential.keyId,
     ...(credential.serviceAccountId ? { serviceAccountId: credential.serviceAccountId } : {}),
   };
+}
+
+/** The trigger of something an MCP client starts through `/api/mcp`. */
+export function mcpTriggerOf(principal: Principal): McpTrigger {
+  const { credential } = principal;
+  return { type: 'mcp', id: principal.userId, ...(credential.type === 'api_key' ? { keyId: credential.keyId } : {}) };
 }

@@ -15,6 +15,7 @@ import {
 } from 'class-validator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
+import { McpExposure } from '../../../shared/mcp/mcp-exposure';
 import { EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
 import { ExecutionResponse } from '../execution.response';
 import { Optional } from '../../../shared/http/optional.decorator';
@@ -56,6 +57,19 @@ export class CreateAgentRequest {
   @IsObject()
   inputSchema?: JsonObject | null;
 
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: false,
+    nullable: true,
+    properties: { expose: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 } },
+    required: ['expose'],
+    description: '`{ "expose": true }` serves the agent as a tool at `/api/mcp` (off when absent); `description` is what MCP clients see',
+  })
+  @ValidateIf((_, value) => value !== null)
+  @IsOptional()
+  @IsObject()
+  mcp?: McpExposure | null;
+
   @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max, default: TIMEOUT.default, description: 'Per attempt' })
   @Optional()
   @IsInt()
@@ -95,6 +109,19 @@ export class UpdateAgentRequest {
   @IsOptional()
   @IsObject()
   inputSchema?: JsonObject | null;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: false,
+    nullable: true,
+    properties: { expose: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 } },
+    required: ['expose'],
+    description: '`{ "expose": true }` serves the agent as a tool at `/api/mcp` (null removes it); `description` is what MCP clients see',
+  })
+  @ValidateIf((_, value) => value !== null)
+  @IsOptional()
+  @IsObject()
+  mcp?: McpExposure | null;
 
   @ApiPropertyOptional({ minimum: TIMEOUT.min, maximum: TIMEOUT.max })
   @Optional()
@@ -146,6 +173,13 @@ export class AgentResponse {
   @ApiProperty({ example: 'transform.jsonata' }) kind!: string;
   @ApiProperty({ type: 'object', additionalProperties: true }) config!: JsonObject;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) inputSchema!: JsonObject | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    properties: { expose: { type: 'boolean' }, description: { type: 'string' } },
+    description: 'Whether `/api/mcp` serves the agent as a tool',
+  })
+  mcp!: McpExposure | null;
   @ApiProperty() timeoutMs!: number;
   @ApiProperty() maxAttempts!: number;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
@@ -161,6 +195,7 @@ export class AgentResponse {
       kind: p.kind,
       config: p.config,
       inputSchema: p.inputSchema,
+      mcp: p.mcp,
       timeoutMs: p.timeoutMs,
       maxAttempts: p.maxAttempts,
       createdBy: p.createdBy,

@@ -4,6 +4,7 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { tenantSchemaProblems } from '../../../shared/json-schema/json-schema.validator';
+import { mcpExposureProblems, McpExposure } from '../../../shared/mcp/mcp-exposure';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { UsageChecks } from '../../../shared/usage/usage-checks';
 import { PluginRegistry } from '../../plugins/application/plugin-registry';
@@ -22,6 +23,7 @@ export interface AgentDefinition {
   kind: string;
   config?: JsonObject;
   inputSchema?: JsonObject | null;
+  mcp?: McpExposure | null;
   timeoutMs?: number;
   maxAttempts?: number;
 }
@@ -68,6 +70,7 @@ export class AgentsService implements OnModuleInit {
   async create(caller: Principal, definition: AgentDefinition): Promise<Agent> {
     const config = definition.config ?? {};
     await this.assertValid(caller.organizationId, definition.kind, config, definition.inputSchema ?? null);
+    assertMcpExposure(definition.mcp);
     const agent = Agent.create({
       organizationId: caller.organizationId,
       name: definition.name,
@@ -75,6 +78,7 @@ export class AgentsService implements OnModuleInit {
       kind: definition.kind,
       config,
       inputSchema: definition.inputSchema ?? null,
+      mcp: definition.mcp ?? null,
       timeoutMs: definition.timeoutMs ?? AGENT_LIMITS.timeoutMs.default,
       maxAttempts: definition.maxAttempts ?? AGENT_LIMITS.maxAttempts.default,
       createdBy: caller.userId,
@@ -88,6 +92,7 @@ export class AgentsService implements OnModuleInit {
     const agent = await this.get(caller.organizationId, id);
     const inputSchema = changes.inputSchema === undefined ? agent.inputSchema : changes.inputSchema;
     await this.assertValid(caller.organizationId, agent.kind, changes.config ?? agent.config, inputSchema);
+    assertMcpExposure(changes.mcp);
     agent.change(changes);
     await this.agents.update(agent);
     return agent;
@@ -99,6 +104,11 @@ export class AgentsService implements OnModuleInit {
     const users = await this.usage.usersOf(caller.organizationId, agent.id);
     if (users.length) throw new DomainError('AGENT_IN_USE', `Agent '${agent.name}' is used by ${users.join(', ')}`);
     if (!(await this.agents.delete(caller.organizationId, id))) throw agentNotFound();
+  }
+
+  /** The organization's agents served as MCP tools, oldest first. */
+  exposed(organizationId: string, limit: number): Promise<Agent[]> {
+    return this.agents.exposed(organizationId, limit);
   }
 
   /** The kind's plugin must be installed, the kind must exist, the config and input schema must hold. */
@@ -124,4 +134,11 @@ export class AgentsService implements OnModuleInit {
   private kindsOf(slug: string): string[] {
     return (this.registry.find(slug)?.manifest.agentKinds ?? []).map((k) => `${slug}.${k.name}`);
   }
+}
+
+/** VALIDATION_FAILED naming every problem of an agent's `mcp` field (absent or null: not served). */
+function assertMcpExposure(mcp: unknown): void {
+  if (mcp === undefined || mcp === null) return;
+  const details = mcpExposureProblems(mcp, 'mcp');
+  if (details.length) throw new DomainError('VALIDATION_FAILED', 'The mcp field is not valid', details);
 }

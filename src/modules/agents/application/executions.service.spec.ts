@@ -57,6 +57,7 @@ class FakeAgentsService implements Pick<AgentsService, 'get'> {
       kind: 'llm.chat',
       config: {},
       inputSchema: null,
+      mcp: null,
       timeoutMs: 30_000,
       maxAttempts: 3,
       createdBy: 'u1',

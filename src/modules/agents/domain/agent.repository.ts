@@ -9,6 +9,8 @@ export abstract class AgentRepository {
   abstract insert(agent: Agent): Promise<void>;
   abstract update(agent: Agent): Promise<void>;
   abstract delete(organizationId: string, id: string): Promise<boolean>;
+  /** The organization's agents with `mcp.expose` true, oldest first, at most `limit`. */
+  abstract exposed(organizationId: string, limit: number): Promise<Agent[]>;
   /** Names of the organization's agents whose kind comes from the plugin. */
   abstract namesUsingPlugin(organizationId: string, slug: string): Promise<string[]>;
   /**

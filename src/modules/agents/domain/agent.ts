@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { McpExposure } from '../../../shared/mcp/mcp-exposure';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -11,6 +12,8 @@ export interface AgentProps {
   kind: string;
   config: JsonObject;
   inputSchema: JsonObject | null;
+  /** Served as a tool by `/api/mcp` when `expose` is true; null: not served. */
+  mcp: McpExposure | null;
   timeoutMs: number;
   maxAttempts: number;
   createdBy: string;
@@ -18,7 +21,7 @@ export interface AgentProps {
   updatedAt: Date;
 }
 
-export type AgentChanges = Partial<Pick<AgentProps, 'name' | 'description' | 'config' | 'inputSchema' | 'timeoutMs' | 'maxAttempts'>>;
+export type AgentChanges = Partial<Pick<AgentProps, 'name' | 'description' | 'config' | 'inputSchema' | 'mcp' | 'timeoutMs' | 'maxAttempts'>>;
 
 export const AGENT_LIMITS = {
   timeoutMs: { min: 100, max: 600_000, default: 30_000 },
@@ -58,6 +61,9 @@ export class Agent {
   }
   get inputSchema() {
     return this.props.inputSchema;
+  }
+  get mcp() {
+    return this.props.mcp;
   }
   get timeoutMs() {
     return this.props.timeoutMs;

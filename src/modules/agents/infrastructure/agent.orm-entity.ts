@@ -14,6 +14,7 @@ export class AgentRow {
   @Column('varchar', { name: 'plugin_slug', length: 64 }) pluginSlug!: string;
   @Column('jsonb') config!: Record<string, unknown>;
   @Column('jsonb', { name: 'input_schema', nullable: true }) inputSchema!: Record<string, unknown> | null;
+  @Column('jsonb', { nullable: true }) mcp!: { expose: boolean; description?: string } | null;
   @Column('integer', { name: 'timeout_ms' }) timeoutMs!: number;
   @Column('integer', { name: 'max_attempts' }) maxAttempts!: number;
   @Column('uuid', { name: 'created_by' }) createdBy!: string;

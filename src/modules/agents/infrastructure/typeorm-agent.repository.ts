@@ -35,6 +35,18 @@ export class TypeOrmAgentRepository extends AgentRepository {
     return toPage(await keysetPage(qb, page).getMany(), page.limit, toDomain);
   }
 
+  async exposed(organizationId: string, limit: number): Promise<Agent[]> {
+    const rows = await this.rows
+      .createQueryBuilder('a')
+      .where('a.organizationId = :organizationId', { organizationId })
+      .andWhere(`a.mcp ->> 'expose' = 'true'`)
+      .orderBy('a.createdAt', 'ASC')
+      .addOrderBy('a.id', 'ASC')
+      .limit(limit)
+      .getMany();
+    return rows.map(toDomain);
+  }
+
   async insert(agent: Agent): Promise<void> {
     await this.rows.insert(toRow(agent));
   }
@@ -73,6 +85,7 @@ function toRow(agent: Agent): QueryDeepPartialEntity<AgentRow> & { id: string; o
     pluginSlug: agent.pluginSlug,
     config: props.config as QueryDeepPartialEntity<Record<string, unknown>>,
     inputSchema: props.inputSchema as QueryDeepPartialEntity<Record<string, unknown>> | null,
+    mcp: props.mcp as QueryDeepPartialEntity<{ expose: boolean; description?: string }> | null,
   };
 }
 

@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import {
+  ANY_SCOPE_KEY,
   OPERATOR_KEY,
   OPERATORS_TOO_KEY,
   PUBLIC_KEY,
@@ -42,6 +43,11 @@ export class RolesGuard implements CanActivate {
     if (credential.type !== 'api_key') return;
     if (this.reflector.getAllAndOverride<boolean>(SESSION_ONLY_KEY, targets)) assertSession(principal);
     if (!credential.scopes) return;
+    const anyOf = this.reflector.getAllAndOverride<Scope[] | undefined>(ANY_SCOPE_KEY, targets);
+    if (anyOf) {
+      if (anyOf.some((s) => credential.scopes!.includes(s))) return;
+      throw new DomainError('FORBIDDEN', `The API key lacks every scope of: ${anyOf.join(', ')}`);
+    }
     const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, targets);
     if (!scope) throw new DomainError('FORBIDDEN', 'API keys with scopes cannot call this route');
     if (!credential.scopes.includes(scope)) throw new DomainError('FORBIDDEN', `The API key lacks the scope '${scope}'`);

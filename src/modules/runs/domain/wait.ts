@@ -65,7 +65,7 @@ export function isApprover(approvers: Approvers | null, caller: Principal): bool
 
 /** Whether the caller started the run (as a user, or through a key or its service account). */
 export function startedRun(triggeredBy: Trigger, caller: Principal): boolean {
-  if (triggeredBy.type === 'user') return triggeredBy.id === caller.userId;
+  if (triggeredBy.type === 'user' || triggeredBy.type === 'mcp') return triggeredBy.id === caller.userId;
   if (triggeredBy.type !== 'api_key') return false;
   const key = caller.credential.type === 'api_key' ? caller.credential.keyId : null;
   return triggeredBy.id === key || (triggeredBy.serviceAccountId !== undefined && triggeredBy.serviceAccountId === caller.userId);

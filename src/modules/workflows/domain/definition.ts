@@ -1,5 +1,6 @@
 import { ErrorDetail } from '../../../shared/errors/domain-error';
 import { schemaProblems } from '../../../shared/json-schema/json-schema.validator';
+import { MCP_EXPOSURE_SCHEMA, McpExposure } from '../../../shared/mcp/mcp-exposure';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -94,6 +95,8 @@ export interface WorkflowDefinition {
   /** A step run once when the run fails, with `error` in its context. */
   onFailure?: StepDefinition;
   concurrency?: ConcurrencyPolicy;
+  /** Served as a tool by `/api/mcp` when `expose` is true. */
+  mcp?: McpExposure;
 }
 
 export const WORKFLOW_LIMITS = {
@@ -178,6 +181,7 @@ function definitionSchema(kinds: readonly StepKindRules[]): JsonObject {
       timeoutMs: { type: 'integer', minimum: WORKFLOW_LIMITS.runTimeoutMs.min, maximum: WORKFLOW_LIMITS.runTimeoutMs.max },
       steps: { type: 'array', minItems: 1, maxItems: WORKFLOW_LIMITS.steps, items: step },
       onFailure: step,
+      mcp: MCP_EXPOSURE_SCHEMA,
       concurrency: {
         type: 'object',
         additionalProperties: false,

@@ -44,6 +44,14 @@ export class InMemoryWorkflowRepository extends WorkflowRepository {
     return { data: live.slice(0, page.limit).map((p) => Workflow.rehydrate(p)), nextCursor: null };
   }
 
+  async exposed(organizationId: string, limit: number): Promise<Workflow[]> {
+    return [...this.rows.values()]
+      .filter((p) => p.organizationId === organizationId && !this.deleted.has(p.id) && p.definition.mcp?.expose === true)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+      .slice(0, limit)
+      .map((p) => Workflow.rehydrate(p));
+  }
+
   async insert(workflow: Workflow): Promise<void> {
     if (this.rows.has(workflow.id)) throw new Error(`duplicate workflow ${workflow.id}`);
     this.add(workflow);

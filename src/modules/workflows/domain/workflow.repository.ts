@@ -24,6 +24,8 @@ export abstract class WorkflowRepository {
   abstract versions(organizationId: string, id: string, page: PageRequest): Promise<Page<WorkflowVersion>>;
   abstract version(workflowId: string, version: number): Promise<WorkflowVersion | null>;
   abstract delete(organizationId: string, id: string): Promise<boolean>;
+  /** Live workflows whose current version has `mcp.expose` true, oldest first, at most `limit`. */
+  abstract exposed(organizationId: string, limit: number): Promise<Workflow[]>;
   /** Names of live workflows whose current version uses the agent. */
   abstract namesUsingAgent(organizationId: string, agentId: string): Promise<string[]>;
   /** Names of live workflows whose current version uses an action of the plugin. */

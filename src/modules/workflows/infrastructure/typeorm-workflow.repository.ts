@@ -60,6 +60,28 @@ export class TypeOrmWorkflowRepository extends WorkflowRepository {
     return toPage(rows, page.limit, (row) => toDomain(row, definitions.get(row.id)!));
   }
 
+  async exposed(organizationId: string, limit: number): Promise<Workflow[]> {
+    const rows: Array<{ id: string; version: number; created_by: string; created_at: Date; updated_at: Date; definition: WorkflowDefinition }> =
+      await this.txHost.tx.query(
+        `SELECT w.id, w.version, w.created_by, w.created_at, w.updated_at, v.definition
+         FROM workflows w JOIN workflow_versions v ON v.workflow_id = w.id AND v.version = w.version
+         WHERE w.organization_id = $1 AND w.deleted_at IS NULL AND v.definition -> 'mcp' ->> 'expose' = 'true'
+         ORDER BY w.created_at, w.id LIMIT $2`,
+        [organizationId, limit],
+      );
+    return rows.map((r) =>
+      Workflow.rehydrate({
+        id: r.id,
+        organizationId,
+        definition: r.definition,
+        version: r.version,
+        createdBy: r.created_by,
+        createdAt: new Date(r.created_at),
+        updatedAt: new Date(r.updated_at),
+      }),
+    );
+  }
+
   async insert(workflow: Workflow): Promise<void> {
     const p = workflow.toProps();
     await this.workflows.insert({

@@ -11,6 +11,7 @@ import { DatabaseModule } from './database/database.module';
 import { AgentsModule } from './modules/agents/agents.module';
 import { CredentialsModule } from './modules/credentials/credentials.module';
 import { AuthModule } from './modules/auth/auth.module';
+import { McpEndpointModule } from './modules/mcp-endpoint/mcp-endpoint.module';
 import { LicensingModule } from './modules/licensing/licensing.module';
 import { OperationsModule } from './modules/operations/operations.module';
 import { OrganizationsModule } from './modules/organizations/organizations.module';
@@ -84,6 +85,7 @@ import { OutboundModule } from './shared/outbound/outbound.module';
     RunsModule,
     TriggersModule,
     WebhooksModule,
+    McpEndpointModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -45,6 +45,8 @@ export class AppConfig {
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
   /** WORKFLOW_EVENT_KEEP_SECONDS: how long an event no wait took is kept for one. */
   readonly workflowEvents: { keepSeconds: number };
+  /** MCP_WAIT_SECONDS: how long a tools/call at /api/mcp waits for its run or execution. */
+  readonly mcp: { waitSeconds: number };
   /** ORG_MAX_*: the operator's overrides of every tier's fair share (unset: the tier's). */
   readonly shareOverrides: Partial<Record<'expressions' | 'executions' | 'runs' | 'deliveries' | 'schedules', number>>;
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
@@ -112,6 +114,7 @@ export class AppConfig {
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
     this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
+    this.mcp = { waitSeconds: env.MCP_WAIT_SECONDS };
     this.shareOverrides = Object.fromEntries(
       Object.entries({
         expressions: env.ORG_MAX_EXPRESSIONS,

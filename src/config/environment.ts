@@ -125,6 +125,12 @@ export class Environment {
   @Max(86_400)
   WORKFLOW_EVENT_KEEP_SECONDS = 300;
 
+  /** Seconds a tools/call at /api/mcp waits for its run or execution before it answers with its id and status. */
+  @IsInt()
+  @Min(0)
+  @Max(120)
+  MCP_WAIT_SECONDS = 30;
+
   /** Days of nothing but failed deliveries after which an endpoint is disabled. */
   @IsInt()
   @Min(1)
@@ -298,6 +304,7 @@ const NUMERIC = new Set([
   'HOOK_RATE_LIMIT_PER_TRIGGER',
   'TRIGGER_EVENT_RETENTION_DAYS',
   'WORKFLOW_EVENT_KEEP_SECONDS',
+  'MCP_WAIT_SECONDS',
   'ORG_MAX_EXPRESSIONS',
   'ORG_MAX_EXECUTIONS',
   'ORG_MAX_RUNS',

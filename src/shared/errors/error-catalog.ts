@@ -34,6 +34,7 @@ export const ERROR_CATALOG = {
   API_KEY_NOT_FOUND: { status: 404, when: 'no such API key of the holder (or revoked)' },
   MCP_SERVER_NOT_FOUND: { status: 404, when: 'no such MCP server connected to the caller organization' },
   WEBHOOK_MESSAGE_NOT_FOUND: { status: 404, when: 'no such message in the webhook delivery log' },
+  METHOD_NOT_ALLOWED: { status: 405, when: 'GET or DELETE on /api/mcp, a stateless MCP endpoint that only takes POST; Allow is set' },
   EMAIL_TAKEN: { status: 409, when: 'a user with this email already exists' },
   ORGANIZATION_SLUG_TAKEN: { status: 409, when: 'an organization with this slug already exists' },
   PLUGIN_ALREADY_INSTALLED: { status: 409, when: 'install of an installed plugin with a different config' },
@@ -72,7 +73,7 @@ export const ERROR_CATALOG = {
     when: 'connecting or refreshing an MCP server that cannot be reached or does not answer tools/list (the message says why)',
   },
   SERVICE_UNAVAILABLE: { status: 503, when: 'database unreachable; Retry-After is set' },
-} as const satisfies Record<string, { status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503; when: string }>;
+} as const satisfies Record<string, { status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 502 | 503; when: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 

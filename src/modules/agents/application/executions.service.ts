@@ -42,11 +42,18 @@ export class ExecutionsService {
 
   /**
    * Records and queues the execution durably (row and job in one transaction), then waits up
-   * to `waitSeconds` for it to finish. Answers the execution as it then stands.
+   * to `waitSeconds` for it to finish. Answers the execution as it then stands; `onQueued` hears
+   * of it once it is recorded (before the wait).
    */
-  async execute(organizationId: string, request: ExecuteRequest): Promise<Execution> {
+  async execute(organizationId: string, request: ExecuteRequest, onQueued?: (execution: Execution) => void): Promise<Execution> {
     const { submitted, kind } = await this.enqueue(organizationId, request);
+    onQueued?.(submitted.record);
     return this.jobs.settle(submitted, { kind }, request.waitSeconds);
+  }
+
+  /** The execution as it stands, of any agent of the organization (null: none such). */
+  find(organizationId: string, agentId: string, id: string): Promise<Execution | null> {
+    return this.executions.find(organizationId, agentId, id);
   }
 
   async get(caller: Principal, agentId: string, id: string): Promise<Execution> {

@@ -1,0 +1,81 @@
+import { Controller, Delete, Get, HttpCode, Logger, Post, Req, Res, UseFilters } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Request, Response } from 'express';
+import { AnyRole, CurrentPrincipal, RequiresAnyScope } from '../../../shared/auth/access.decorators';
+import { Principal } from '../../../shared/auth/principal';
+import { DomainError } from '../../../shared/errors/domain-error';
+import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { McpToolsService } from '../application/mcp-tools.service';
+import { McpChallengeFilter } from './mcp-challenge.filter';
+import { mcpServerFor } from './mcp-protocol';
+
+function onlyPost(): never {
+  throw new DomainError(
+    'METHOD_NOT_ALLOWED',
+    'This MCP endpoint is stateless: POST JSON-RPC messages to it; it opens no stream and keeps no session',
+    undefined,
+    {
+      Allow: 'POST',
+    },
+  );
+}
+
+/**
+ * The platform as an MCP server: the organization's exposed workflows and agents as tools,
+ * over MCP's Streamable HTTP transport in stateless mode (a fresh SDK server and transport per
+ * POST; answers are JSON or, while a call sends progress, an SSE stream). Authenticated and
+ * rate limited like every route; the scopes narrow what a key sees and calls.
+ */
+@ApiTags('mcp')
+@ApiBearerAuth()
+@Controller('api/mcp')
+@UseFilters(McpChallengeFilter)
+export class McpController {
+  private readonly logger = new Logger('Mcp');
+
+  constructor(private readonly tools: McpToolsService) {}
+
+  @Post()
+  @RequiresAnyScope('workflows:read', 'workflows:run', 'agents:read', 'agents:execute')
+  @AnyRole()
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'MCP (Streamable HTTP, stateless): JSON-RPC `initialize`, `tools/list`, `tools/call` over the exposed workflows and agents. ' +
+      'tools/list shows workflows with `workflows:read` and agents with `agents:read`; tools/call needs `workflows:run` or ' +
+      '`agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...`',
+  })
+  @ApiBody({ schema: { type: 'object', description: 'A JSON-RPC 2.0 message (or batch) of MCP', additionalProperties: true } })
+  @ApiOkResponse({ description: 'A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream)' })
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED')
+  async handle(@CurrentPrincipal() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const requestId = (req as Request & { id?: string }).id ?? 'unknown';
+    const server = mcpServerFor(caller, this.tools, requestId, this.logger);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  }
+
+  @Get()
+  @RequiresAnyScope('workflows:read', 'workflows:run', 'agents:read', 'agents:execute')
+  @AnyRole()
+  @ApiOperation({ summary: 'Not served (405, `Allow: POST`): a stateless MCP server opens no server-to-client stream' })
+  @ApiErrors('METHOD_NOT_ALLOWED', 'UNAUTHORIZED')
+  stream(): never {
+    onlyPost();
+  }
+
+  @Delete()
+  @RequiresAnyScope('workflows:read', 'workflows:run', 'agents:read', 'agents:execute')
+  @AnyRole()
+  @ApiOperation({ summary: 'Not served (405, `Allow: POST`): a stateless MCP server has no session to end' })
+  @ApiErrors('METHOD_NOT_ALLOWED', 'UNAUTHORIZED')
+  endSession(): never {
+    onlyPost();
+  }
+}

@@ -21,7 +21,9 @@ export interface AgentProps {
   updatedAt: Date;
 }
 
-export type AgentChanges = Partial<Pick<AgentProps, 'name' | 'description' | 'config' | 'inputSchema' | 'mcp' | 'timeoutMs' | 'maxAttempts'>>;
+export type AgentChanges = Partial<
+  Pick<AgentProps, 'name' | 'description' | 'config' | 'inputSchema' | 'mcp' | 'timeoutMs' | 'maxAttempts'>
+>;
 
 export const AGENT_LIMITS = {
   timeoutMs: { min: 100, max: 600_000, default: 30_000 },

@@ -1,4 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { McpExposure } from '../../../shared/mcp/mcp-exposure';
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { ConcurrencyPolicy, JsonObject, StepDefinition, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
 import { Workflow } from '../domain/workflow';
@@ -88,6 +89,15 @@ class ConcurrencyBody {
   onLimit?: 'queue' | 'cancelNew' | 'cancelOldest';
 }
 
+const MCP_EXPOSURE = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { expose: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 } },
+  required: ['expose'],
+  nullable: true,
+  description: '`{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see',
+} as ApiPropertyOptions;
+
 /**
  * A workflow definition. Only the top-level fields are declared here; the whole definition is
  * checked by the domain (`definitionProblems`), which reports every problem at once.
@@ -107,6 +117,9 @@ export class WorkflowDefinitionBody {
   @ApiPropertyOptional({ type: ConcurrencyBody, description: 'How many of its runs may be in progress at once, per key' })
   @Allow()
   concurrency?: ConcurrencyPolicy;
+  @ApiPropertyOptional(MCP_EXPOSURE)
+  @Allow()
+  mcp?: McpExposure;
 }
 
 export class WorkflowResponse {
@@ -120,6 +133,7 @@ export class WorkflowResponse {
   @ApiProperty() timeoutMs!: number;
   @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
   @ApiProperty({ type: ConcurrencyBody, nullable: true }) concurrency!: ConcurrencyPolicy | null;
+  @ApiProperty(MCP_EXPOSURE) mcp!: McpExposure | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
@@ -152,6 +166,7 @@ export class WorkflowVersionResponse {
   @ApiProperty() timeoutMs!: number;
   @ApiProperty({ type: StepBody, nullable: true }) onFailure!: StepDefinition | null;
   @ApiProperty({ type: ConcurrencyBody, nullable: true }) concurrency!: ConcurrencyPolicy | null;
+  @ApiProperty(MCP_EXPOSURE) mcp!: McpExposure | null;
   @ApiProperty({ format: 'uuid' }) createdBy!: string;
   @ApiProperty() createdAt!: string;
 
@@ -175,5 +190,6 @@ function definitionFields(d: WorkflowDefinition) {
     timeoutMs: d.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default,
     onFailure: d.onFailure ?? null,
     concurrency: d.concurrency ?? null,
+    mcp: d.mcp ?? null,
   };
 }

@@ -1446,6 +1446,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Not served (405, `Allow: POST`): a stateless MCP server opens no server-to-client stream */
+        get: operations["McpController_stream"];
+        put?: never;
+        /** MCP (Streamable HTTP, stateless): JSON-RPC `initialize`, `tools/list`, `tools/call` over the exposed workflows and agents. tools/list shows workflows with `workflows:read` and agents with `agents:read`; tools/call needs `workflows:run` or `agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...` */
+        post: operations["McpController_handle"];
+        /** Not served (405, `Allow: POST`): a stateless MCP server has no session to end */
+        delete: operations["McpController_endSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth protected resource metadata (RFC 9728) of /api/mcp: bearer in the header; no authorization server */
+        get: operations["ProtectedResourceController_metadata[0]"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/api/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth protected resource metadata (RFC 9728) of /api/mcp: bearer in the header; no authorization server */
+        get: operations["ProtectedResourceController_metadata[1]"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1475,7 +1528,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "MCP_SERVER_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "MCP_SERVER_NAME_TAKEN" | "MCP_SERVER_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "MCP_SERVER_UNREACHABLE" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "MCP_SERVER_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "MCP_SERVER_NAME_TAKEN" | "MCP_SERVER_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "MCP_SERVER_UNREACHABLE" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -2083,6 +2136,11 @@ export interface components {
             inputSchema?: {
                 [key: string]: unknown;
             } | null;
+            /** @description `{ "expose": true }` serves the agent as a tool at `/api/mcp` (off when absent); `description` is what MCP clients see */
+            mcp?: {
+                expose?: boolean;
+                description?: string;
+            } | null;
             /**
              * @description Per attempt
              * @default 30000
@@ -2103,6 +2161,11 @@ export interface components {
             };
             inputSchema: {
                 [key: string]: unknown;
+            } | null;
+            /** @description Whether `/api/mcp` serves the agent as a tool */
+            mcp: {
+                expose?: boolean;
+                description?: string;
             } | null;
             timeoutMs: number;
             maxAttempts: number;
@@ -2126,6 +2189,11 @@ export interface components {
             inputSchema?: {
                 [key: string]: unknown;
             } | null;
+            /** @description `{ "expose": true }` serves the agent as a tool at `/api/mcp` (null removes it); `description` is what MCP clients see */
+            mcp?: {
+                expose?: boolean;
+                description?: string;
+            } | null;
             timeoutMs?: number;
             maxAttempts?: number;
         };
@@ -2147,10 +2215,10 @@ export interface components {
         };
         TriggeredByResponse: {
             /** @enum {string} */
-            type: "user" | "api_key" | "schedule" | "webhook" | "workflow_run" | "agent_execution";
+            type: "user" | "api_key" | "schedule" | "webhook" | "workflow_run" | "agent_execution" | "mcp";
             /**
              * Format: uuid
-             * @description The user, the API key, the schedule, the webhook trigger, the workflow run or the agent execution
+             * @description The user, the API key, the schedule, the webhook trigger, the workflow run or the agent execution; for `mcp`, the user or the service account that called
              */
             id: string;
             /**
@@ -2158,6 +2226,11 @@ export interface components {
              * @description The service account that holds the key (type api_key)
              */
             serviceAccountId?: string;
+            /**
+             * Format: uuid
+             * @description The API key an MCP client called with (type mcp)
+             */
+            keyId?: string;
             /**
              * Format: date-time
              * @description The occurrence of the schedule that started it (type schedule)
@@ -2437,6 +2510,11 @@ export interface components {
             onFailure?: components["schemas"]["StepBody"];
             /** @description How many of its runs may be in progress at once, per key */
             concurrency?: components["schemas"]["ConcurrencyBody"];
+            /** @description `{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see */
+            mcp?: {
+                expose?: boolean;
+                description?: string;
+            } | null;
         };
         WorkflowResponse: {
             /** Format: uuid */
@@ -2452,6 +2530,11 @@ export interface components {
             timeoutMs: number;
             onFailure: components["schemas"]["StepBody"] | null;
             concurrency: components["schemas"]["ConcurrencyBody"] | null;
+            /** @description `{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see */
+            mcp?: {
+                expose: boolean;
+                description?: string;
+            } | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -2473,6 +2556,11 @@ export interface components {
             timeoutMs: number;
             onFailure: components["schemas"]["StepBody"] | null;
             concurrency: components["schemas"]["ConcurrencyBody"] | null;
+            /** @description `{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see */
+            mcp?: {
+                expose: boolean;
+                description?: string;
+            } | null;
             /** Format: uuid */
             createdBy: string;
             createdAt: string;
@@ -3256,6 +3344,21 @@ export interface components {
             messageId: string;
             /** @description null when no attempt was made within 15 s (202) */
             attempt: components["schemas"]["DeliveryAttemptResponse"] | null;
+        };
+        ProtectedResourceMetadata: {
+            /** @example https://platform.example.com/api/mcp */
+            resource: string;
+            /**
+             * @example [
+             *       "header"
+             *     ]
+             */
+            bearer_methods_supported: string[];
+            /** @description None: the service issues its own tokens and keys; it has no OAuth authorization server */
+            authorization_servers: string[];
+            scopes_supported: string[];
+            resource_name: string;
+            resource_documentation: string;
         };
     };
     responses: never;
@@ -13230,6 +13333,225 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpController_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpController_handle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    McpController_endSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    "ProtectedResourceController_metadata[0]": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
+                };
+            };
+        };
+    };
+    "ProtectedResourceController_metadata[1]": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
                 };
             };
         };

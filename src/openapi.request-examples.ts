@@ -55,6 +55,7 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
   'PUT /api/api-keys/policy': { maxLifetimeDays: 90 },
   'PATCH /api/plugins/{slug}': { config: { defaultHeaders: { 'X-Team': 'billing' }, origins: ['https://crm.example.com'] } },
   'POST /api/plugins/{slug}/install': {},
+  'POST /api/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
   'POST /api/mcp-servers': {
     name: 'github',
     url: 'https://mcp.example.com/mcp',

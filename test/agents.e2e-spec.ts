@@ -64,6 +64,7 @@ describe('agents', () => {
         inputSchema: null,
         timeoutMs: 30000,
         maxAttempts: 3,
+        mcp: null,
         createdBy: org.admin.id,
         createdAt: expect.any(String),
         updatedAt: expect.any(String),

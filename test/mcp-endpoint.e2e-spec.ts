@@ -204,6 +204,17 @@ describe('the platform as an MCP server (/api/mcp)', () => {
     expect(metadata.status).toBe(200);
     expect(metadata.body).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ['header'] });
     expectError(await t.http().get('/api/mcp').set(bearer(org.member)), 405, 'METHOD_NOT_ALLOWED');
+    // Not JSON-RPC: refused in the envelope. A plain JSON client (no event streams) gets JSON.
+    expectError(await t.http().post('/api/mcp').set(bearer(org.member)).send({ hello: 1 }), 400, 'VALIDATION_FAILED', 'body');
+    const plain = await t
+      .http()
+      .post('/api/mcp')
+      .set(bearer(org.member))
+      .set('Accept', 'application/json')
+      .send({ jsonrpc: '2.0', id: 7, method: 'tools/list' });
+    expect(plain.status).toBe(200);
+    expect(plain.headers['content-type']).toMatch(/^application\/json/);
+    expect(plain.body.result.tools.map((tool: { name: string }) => tool.name)).toContain('workflow_shout_it');
   });
 
   it('checks the mcp field at save', async () => {

@@ -210,6 +210,7 @@ describe('the request body examples of the OpenAPI document', () => {
     const server = await send('POST /api/mcp-servers', '/api/mcp-servers', admin, { url: mcp.url });
     expect(server.tools).toHaveLength(2);
     await send('PATCH /api/mcp-servers/{id}', `/api/mcp-servers/${server.id}`, admin);
+    expect(await send('POST /api/mcp', '/api/mcp', admin)).toMatchObject({ jsonrpc: '2.0', id: 1, result: { tools: [] } });
 
     const agent = await send('POST /api/agents', '/api/agents', admin);
     await send('PATCH /api/agents/{id}', `/api/agents/${agent.id}`, admin);

@@ -10,6 +10,23 @@ import { McpToolsService } from '../application/mcp-tools.service';
 import { McpChallengeFilter } from './mcp-challenge.filter';
 import { mcpServerFor } from './mcp-protocol';
 
+/**
+ * A body that is not a JSON-RPC 2.0 message (or a batch of them) is refused here, in the
+ * service's envelope; what is one gets MCP's own answers, errors included, from the SDK.
+ */
+function assertJsonRpc(body: unknown): void {
+  const messages = Array.isArray(body) ? body : [body];
+  const isMessage = (m: unknown) =>
+    typeof m === 'object' &&
+    m !== null &&
+    (m as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
+    (typeof (m as { method?: unknown }).method === 'string' || 'result' in m || 'error' in m);
+  if (messages.length && messages.every(isMessage)) return;
+  throw new DomainError('VALIDATION_FAILED', 'The body must be a JSON-RPC 2.0 message of MCP (or a batch of them)', [
+    { path: 'body', message: 'body must have jsonrpc "2.0" and a method (or a result or error)' },
+  ]);
+}
+
 function onlyPost(): never {
   throw new DomainError(
     'METHOD_NOT_ALLOWED',
@@ -50,9 +67,14 @@ export class McpController {
   @ApiOkResponse({ description: 'A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream)' })
   @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED')
   async handle(@CurrentPrincipal() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
+    assertJsonRpc(req.body);
     const requestId = (req as Request & { id?: string }).id ?? 'unknown';
     const server = mcpServerFor(caller, this.tools, requestId, this.logger);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // A client that does not take event streams (curl, a plain HTTP client) gets plain JSON
+    // answers (and no progress on the way); the SDK's transport is told it accepts both.
+    const streams = (req.headers.accept ?? '').includes('text/event-stream');
+    req.headers.accept = 'application/json, text/event-stream';
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
     res.on('close', () => {
       void transport.close();
       void server.close();

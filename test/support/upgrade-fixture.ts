@@ -179,6 +179,8 @@ export async function upgradeFixture(input: FixtureInput) {
           input_schema: null,
           timeout_ms: 10000,
           max_attempts: 1,
+          // Not served at /api/mcp: agents from before it stay unexposed.
+          mcp: null,
           created_by: admin,
           created_at: at(4000),
           updated_at: at(4000),
@@ -194,6 +196,7 @@ export async function upgradeFixture(input: FixtureInput) {
           input_schema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
           timeout_ms: 30000,
           max_attempts: 3,
+          mcp: null,
           created_by: admin,
           created_at: at(3900),
           updated_at: at(3800),

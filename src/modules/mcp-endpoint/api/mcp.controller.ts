@@ -27,6 +27,12 @@ function assertJsonRpc(body: unknown): void {
   ]);
 }
 
+/** Whether a message of the body asks for progress notifications (`params._meta.progressToken`). */
+function asksForProgress(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
+}
+
 function onlyPost(): never {
   throw new DomainError(
     'METHOD_NOT_ALLOWED',
@@ -70,9 +76,11 @@ export class McpController {
     assertJsonRpc(req.body);
     const requestId = (req as Request & { id?: string }).id ?? 'unknown';
     const server = mcpServerFor(caller, this.tools, requestId, this.logger);
-    // A client that does not take event streams (curl, a plain HTTP client) gets plain JSON
-    // answers (and no progress on the way); the SDK's transport is told it accepts both.
-    const streams = (req.headers.accept ?? '').includes('text/event-stream');
+    // The answer is an event stream only where something goes out before it: progress a call
+    // asked for, to a client that takes streams. Everything else is plain JSON (cheaper on both
+    // sides; and curl or a plain HTTP client need nothing more). The SDK's transport is told the
+    // client accepts both.
+    const streams = (req.headers.accept ?? '').includes('text/event-stream') && asksForProgress(req.body);
     req.headers.accept = 'application/json, text/event-stream';
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
     res.on('close', () => {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../../config/app-config';
 import { mcpTriggerOf, Principal } from '../../../shared/auth/principal';
 import { Scope } from '../../../shared/auth/scopes';
@@ -14,6 +15,9 @@ import { JsonObject, McpTool, McpToolTarget, structuredOf, TOOL_SCOPES, toolCata
 
 /** Tools an organization serves at most, of each kind (the oldest exposed ones). */
 export const MAX_TOOLS_PER_KIND = 500;
+
+/** How long an organization's tools, once read, are served without reading them again. */
+export const CATALOG_TTL_MS = 2000;
 
 /** How often a watched run or execution is read again when no change was announced. */
 const PROGRESS_SLICE_MS = 1000;
@@ -57,6 +61,7 @@ function failed(error: Failure | DomainError): ToolOutcome {
 @Injectable()
 export class McpToolsService {
   private readonly waitSeconds: number;
+  private readonly catalogs = new LRUCache<string, Promise<McpTool[]>>({ max: 1000, ttl: CATALOG_TTL_MS });
 
   constructor(
     private readonly workflows: WorkflowRepository,
@@ -100,7 +105,21 @@ export class McpToolsService {
     }
   }
 
-  private async catalog(organizationId: string): Promise<McpTool[]> {
+  /**
+   * The organization's tools, read at most once per CATALOG_TTL_MS (a workflow exposed or
+   * changed now is served within that); a read that failed is forgotten at once.
+   */
+  private catalog(organizationId: string): Promise<McpTool[]> {
+    let tools = this.catalogs.get(organizationId);
+    if (!tools) {
+      tools = this.readCatalog(organizationId);
+      tools.catch(() => this.catalogs.delete(organizationId));
+      this.catalogs.set(organizationId, tools);
+    }
+    return tools;
+  }
+
+  private async readCatalog(organizationId: string): Promise<McpTool[]> {
     const [workflows, agents] = await Promise.all([
       this.workflows.exposed(organizationId, MAX_TOOLS_PER_KIND),
       this.agents.exposed(organizationId, MAX_TOOLS_PER_KIND),

@@ -483,13 +483,13 @@ describe('agents', () => {
       };
       const recoverable = await orphan(1);
       const exhausted = await orphan(10);
-      expect(await executionsWithoutLiveJob(dataSource)).toEqual(expect.arrayContaining([recoverable, exhausted]));
+      expect(await executionsWithoutLiveJob(dataSource, org.id)).toEqual(expect.arrayContaining([recoverable, exhausted]));
 
       const result = await reconciler.reconcile();
       expect(result).toMatchObject({ requeued: 1, failed: 1 });
       expect(await settled(t, org, id, recoverable)).toMatchObject({ status: 'succeeded', output: 'LOST', attempts: 2 });
       expect(await settled(t, org, id, exhausted)).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_LOST' } });
-      expect(await executionsWithoutLiveJob(dataSource)).toEqual([]);
+      expect(await executionsWithoutLiveJob(dataSource, org.id)).toEqual([]);
     });
 
     it('reports executions by kind and status, their latency and the queue depth on /metrics', async () => {

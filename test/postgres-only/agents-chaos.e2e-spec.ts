@@ -91,7 +91,7 @@ describe('durable execution under failure', () => {
     expect([...remote.calls.keys()].sort()).toEqual([...ids].sort());
     // A call repeated after a crash is the same execution's key; never more calls than attempts.
     for (const row of rows) expect(remote.calls.get(row.id)!.length).toBeLessThanOrEqual(row.attempts);
-    expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+    expect(await executionsWithoutLiveJob(t.app.get(DataSource), org.id)).toEqual([]);
     for (const worker of workers) expect(worker.alive()).toBe(true);
   });
 
@@ -148,7 +148,7 @@ describe('durable execution under failure', () => {
       const rows = await untilFinished(ids, 15_000);
       expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
       for (const worker of workers) expect(worker.alive()).toBe(true);
-      expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+      expect(await executionsWithoutLiveJob(t.app.get(DataSource), org.id)).toEqual([]);
     } finally {
       await Promise.all(workers.splice(0).map((w) => w.kill()));
       await proxy.close();

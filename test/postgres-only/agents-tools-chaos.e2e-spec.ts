@@ -165,7 +165,7 @@ describe('llm.agent under worker crashes', () => {
     ]);
     expect(conversation!.transcript.data[2].content).toBe('All done');
     expect(await steps(executionId)).toEqual(['1.0', '1.1', '2.0', '2.1', '3.0']);
-    expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+    expect(await executionsWithoutLiveJob(t.app.get(DataSource), org.id)).toEqual([]);
   });
 
   it('after a crash while tool call B is in flight, runs B again (and only B), then asks for the answer', async () => {
@@ -211,7 +211,7 @@ describe('llm.agent under worker crashes', () => {
       [],
     ]);
     expect(await steps(executionId)).toEqual(['1.0', '1.1', '2.0', '2.1', '3.0']);
-    expect(await executionsWithoutLiveJob(t.app.get(DataSource))).toEqual([]);
+    expect(await executionsWithoutLiveJob(t.app.get(DataSource), org.id)).toEqual([]);
   });
   it('gives a call run again after a crash the same idempotency key: an agent tool (http.agent) sends it', async () => {
     const first = await startService(WORKER_ENV);

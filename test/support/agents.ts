@@ -33,13 +33,16 @@ export async function settled(t: TestApp, org: TestOrg, agentId: string, executi
 
 /**
  * The engine's invariant: every unfinished execution has a live queue job (queued, waiting
- * to retry or held by a worker). Answers the ids that break it.
+ * to retry or held by a worker). Answers the ids of one organization's executions that break
+ * it; the organization keeps the check to this test's rows, as other files share the database
+ * and some of them leave broken rows on purpose for the reconciler.
  */
-export async function executionsWithoutLiveJob(dataSource: DataSource): Promise<string[]> {
+export async function executionsWithoutLiveJob(dataSource: DataSource, organizationId: string): Promise<string[]> {
   const rows = await dataSource.query<Array<{ id: string }>>(
     `SELECT e.id FROM agent_executions e
-     WHERE e.status IN ('queued', 'running') AND e.triggered_by->>'type' = 'user'
+     WHERE e.organization_id = $1 AND e.status IN ('queued', 'running') AND e.triggered_by->>'type' = 'user'
        AND NOT EXISTS (SELECT 1 FROM pgboss.job j WHERE j.id = e.job_id AND j.state IN ('created', 'retry', 'active'))`,
+    [organizationId],
   );
   return rows.map((r) => r.id);
 }

@@ -20,6 +20,7 @@ const ALERTS = [
   'PlatformHighErrorRate',
   'PlatformWebhookEndpointDisabled',
   'PlatformLicenseExpiring',
+  'PlatformDeadTuplesHigh',
 ];
 
 interface Panel {
@@ -206,13 +207,14 @@ describe('monitoring: the dashboard and the alert rules', () => {
       'webhook_deliveries_total',
       'rate_limit_refusals_total',
       'db_pool_connections',
+      'db_dead_tuples',
     ]) {
       expect({ metric, used: used.has(metric) }).toEqual({ metric, used: true });
     }
     expect(queries.some((q) => q.expr.includes('rate_limit_refusals_total{organization=~"$organization"}'))).toBe(true);
   });
 
-  it('has the five alerts, each with a severity and a summary, on the scrape jobs prometheus.yml defines', () => {
+  it('has the six alerts, each with a severity and a summary, on the scrape jobs prometheus.yml defines', () => {
     const rules = alerts.groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.alert).sort()).toEqual([...ALERTS].sort());
     for (const rule of rules) {
@@ -229,7 +231,7 @@ describe('monitoring: the dashboard and the alert rules', () => {
     expect(named.filter((job) => !jobs.includes(job))).toEqual([]);
   });
 
-  it('reports the queue age, the refusals by organization, the license expiry, the disabled endpoints and the pool', () => {
+  it('reports the queue age, the refusals by organization, the license expiry, the disabled endpoints, the pool and the dead tuples', () => {
     expect(sample(scrape, 'job_queue_age_seconds', { queue: 'agent-execution' })).toBeGreaterThanOrEqual(600);
     expect(sample(scrape, 'job_queue_depth', { queue: 'agent-execution', state: 'created' })).toBeGreaterThanOrEqual(1);
     expect(sample(scrape, 'rate_limit_refusals_total', { organization: limited.id })).toBe(1);
@@ -246,6 +248,8 @@ describe('monitoring: the dashboard and the alert rules', () => {
       sample(scrape, 'db_pool_connections', { state: 'idle' })! + sample(scrape, 'db_pool_connections', { state: 'in_use' })!,
     ).toBeLessThanOrEqual(max);
     expect(sample(scrape, 'db_pool_waiting_requests')).toBe(0);
+    for (const table of ['agent_executions', 'workflow_runs', 'pgboss.job_common'])
+      expect({ table, dead: sample(scrape, 'db_dead_tuples', { table }) }).toEqual({ table, dead: expect.any(Number) });
   });
 
   it('is what the monitoring profile of docker-compose.yml mounts', () => {

@@ -26,7 +26,8 @@ export class AppConfig {
   readonly workerConcurrency: number;
   /** The sandbox of tenant expressions: its threads and the heap of each; the machine's cores. */
   readonly expressions: { threads: number; cores: number; heapMb: number; timeLimitMs: number; inline: boolean };
-  readonly database: { url?: string; dataDir: string; poolSize: number };
+  /** DATABASE_URL, DATA_DIR (PGlite's files), DB_POOL_SIZE and DB_VACUUM_INTERVAL_SECONDS. */
+  readonly database: { url?: string; dataDir: string; poolSize: number; vacuumIntervalSeconds: number };
   /** The Redis of the rate-limit counters, when REDIS_URL is set. */
   readonly redis?: { url: string; commandTimeoutMs: number };
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
@@ -88,7 +89,12 @@ export class AppConfig {
       inline: env.EXPRESSION_SANDBOX === 'inline',
     };
     const dataDir = resolve(env.DATA_DIR);
-    this.database = { url: env.DATABASE_URL, dataDir, poolSize: env.DB_POOL_SIZE };
+    this.database = {
+      url: env.DATABASE_URL,
+      dataDir,
+      poolSize: env.DB_POOL_SIZE,
+      vacuumIntervalSeconds: env.DB_VACUUM_INTERVAL_SECONDS,
+    };
     this.redis = env.REDIS_URL ? { url: env.REDIS_URL, commandTimeoutMs: env.REDIS_COMMAND_TIMEOUT_MS } : undefined;
     this.jwt = {
       secret: env.JWT_SECRET ?? persistedSecret(dataDir, 'jwt-secret'),

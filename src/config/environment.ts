@@ -37,6 +37,12 @@ export class Environment {
   @Max(200)
   DB_POOL_SIZE = 10;
 
+  /** Seconds between the maintenance chore's passes over the hot tables (vacuum, autovacuum settings); 0 turns it off. */
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  DB_VACUUM_INTERVAL_SECONDS = 60;
+
   @IsOptional()
   @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
   REDIS_URL?: string;
@@ -286,6 +292,7 @@ export class Environment {
 const NUMERIC = new Set([
   'PORT',
   'DB_POOL_SIZE',
+  'DB_VACUUM_INTERVAL_SECONDS',
   'REDIS_COMMAND_TIMEOUT_MS',
   'JWT_ACCESS_TTL_SECONDS',
   'REFRESH_TOKEN_TTL_SECONDS',

@@ -2,25 +2,15 @@ import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } fro
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { DatabaseConnection } from './database-connection';
 import { dataSourceOptions } from './data-source-options';
 import { EmbeddedPostgres } from './embedded-postgres';
 import { runMigrationsLocked } from './migrator';
 import { PoolMetrics } from './pool-metrics';
+import { TableMaintenance } from './table-maintenance';
+
 
 const EMBEDDED = Symbol('EmbeddedPostgres');
-
-/** Where the database is, for the parts that open their own connections (the job queue). */
-export class DatabaseConnection {
-  constructor(
-    readonly url: string,
-    /**
-     * PGlite (embedded, or another process's served over a socket): every connection shares one
-     * session, so statements of concurrent connections would interleave. The service then uses
-     * one connection for everything, the queue included, and no LISTEN/NOTIFY.
-     */
-    readonly singleSession: boolean,
-  ) {}
-}
 
 async function servesPglite(url: string): Promise<boolean> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -81,6 +71,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
     },
     DatabaseLifecycle,
     PoolMetrics,
+    TableMaintenance,
   ],
   exports: [DataSource, DatabaseConnection],
 })

@@ -2,7 +2,7 @@ import type { Job, JobResult } from 'pg-boss';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { inlineTransactions } from '../../test/support/inline-transactions';
-import { DatabaseConnection } from '../database/database.module';
+import { DatabaseConnection } from '../database/database-connection';
 import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { JobRef } from '../shared/jobs/job-ref';

@@ -5,7 +5,7 @@ import { Db, Job, JobResult, PgBoss } from 'pg-boss';
 import { Gauge } from 'prom-client';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { DatabaseConnection } from '../database/database.module';
+import { DatabaseConnection } from '../database/database-connection';
 import { Metrics } from '../shared/metrics/metrics';
 import { WorkerSlots } from '../shared/fairness/organization-shares';
 import { QueueWorker } from './queue-worker';
@@ -17,6 +17,13 @@ export const QUEUE_SCHEMA = 'pgboss';
  * monitor pass, so both intervals are short: a dead worker's job runs again within seconds.
  */
 const SUPERVISE_SECONDS = 2;
+/**
+ * Completed jobs are deleted as they complete (QueueWorker); jobs that failed for good are
+ * deleted this long after, by pg-boss's retention pass, which runs at the same interval. The
+ * execution, run or delivery a job carried is the record, so the queue's table holds little
+ * more than the jobs in flight.
+ */
+export const FINISHED_JOB_SECONDS = 60;
 
 /** A queue and, on worker processes, what processes its jobs. */
 export interface QueueDefinition<T extends object> {
@@ -100,6 +107,7 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
       schedule: false,
       superviseIntervalSeconds: SUPERVISE_SECONDS,
       monitorIntervalSeconds: SUPERVISE_SECONDS,
+      maintenanceIntervalSeconds: FINISHED_JOB_SECONDS,
       // Our QueueWorkers poll; pg-boss's own workers (and their LISTEN connection) are not used.
       useListenNotify: false,
       instanceName: `platform-${config.role}`,
@@ -165,7 +173,10 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     await this.boss.start();
     this.started = true;
     for (const definition of this.definitions.values()) {
-      await this.boss.createQueue(definition.name, { notify: false });
+      const retention = { deleteAfterSeconds: FINISHED_JOB_SECONDS };
+      await this.boss.createQueue(definition.name, { notify: false, ...retention });
+      // A queue created before this retention keeps its own: set it (jobs sent before keep theirs).
+      await this.boss.updateQueue(definition.name, retention);
       if (!this.config.runsWorker) continue;
       const base = this.config.workerConcurrency * definition.batchSize;
       const slots = definition.slots?.(base);
@@ -275,6 +286,7 @@ function jobOptions(options: SendOptions) {
     retryDelay: 1,
     retryBackoff: true,
     retryDelayMax: 60,
+    deleteAfterSeconds: FINISHED_JOB_SECONDS,
   };
 }
 

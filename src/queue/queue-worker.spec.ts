@@ -18,7 +18,7 @@ interface StoredJob {
   heartbeatSeconds: number | null;
   groupId: string | null;
   groupTier: string | null;
-  state: 'created' | 'active' | 'completed' | 'failed';
+  state: 'created' | 'active' | 'failed';
 }
 
 /**
@@ -59,8 +59,9 @@ class FakeBoss {
     return Array.from({ length: count }, () => this.send(overrides));
   }
 
-  stateOf(id: string): StoredJob['state'] | undefined {
-    return this.jobs.find((job) => job.id === id)?.state;
+  /** The job's state; `deleted` once a completion removed it. */
+  stateOf(id: string): StoredJob['state'] | 'deleted' | undefined {
+    return this.jobs.find((job) => job.id === id)?.state ?? (this.completed.includes(id) ? 'deleted' : undefined);
   }
 
   /** How long a fetch takes to answer after it read the queue (0: one turn of the event loop). */
@@ -79,10 +80,12 @@ class FakeBoss {
     return claimed.map(({ state: _state, ...job }) => ({ ...job }) as unknown as Job<Data>);
   }
 
-  async complete(name: string, attempts: Attempt[]): Promise<object> {
+  async deleteJob(name: string, attempts: Attempt[]): Promise<object> {
     for (const attempt of attempts) {
+      const job = this.active(name, attempt);
+      if (!job) continue;
       this.completed.push(attempt.id);
-      this.settle(name, attempt, 'completed');
+      this.jobs.splice(this.jobs.indexOf(job), 1);
     }
     return {};
   }
@@ -120,7 +123,7 @@ class FakeBoss {
     );
   }
 
-  private settle(name: string, attempt: Attempt, state: 'completed' | 'failed'): void {
+  private settle(name: string, attempt: Attempt, state: 'failed'): void {
     const job = this.active(name, attempt);
     if (job) job.state = state;
   }
@@ -233,7 +236,8 @@ describe('QueueWorker', () => {
 
     await eventually(() => expect([...boss.completed].sort()).toEqual(ids(jobs).sort()));
     expect([...handler.started].sort()).toEqual(ids(jobs).sort());
-    expect(jobs.map((job) => boss.stateOf(job.id))).toEqual(jobs.map(() => 'completed'));
+    // A completed job leaves the queue's table: the record it carried is the history.
+    expect(jobs.map((job) => boss.stateOf(job.id))).toEqual(jobs.map(() => 'deleted'));
     expect(boss.failed).toEqual([]);
     // The slots were filled, never beyond them.
     expect(handler.maxAtOnce).toBe(3);
@@ -376,6 +380,6 @@ describe('QueueWorker', () => {
         { id: broken.id, retryCount: 0, output: { message: 'connection terminated' } },
       ]),
     );
-    expect([bad, broken, good].map((job) => boss.stateOf(job.id))).toEqual(['failed', 'failed', 'completed']);
+    expect([bad, broken, good].map((job) => boss.stateOf(job.id))).toEqual(['failed', 'failed', 'deleted']);
   });
 });

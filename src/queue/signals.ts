@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Client, Pool } from 'pg';
-import { DatabaseConnection } from '../database/database.module';
+import { DatabaseConnection } from '../database/database-connection';
 import { Coalescer } from '../shared/batching/coalescer';
 
 const CHANNEL = 'platform_signals';

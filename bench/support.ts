@@ -270,6 +270,11 @@ export class Services {
     return client;
   }
 
+  /** The running processes' names and pids. */
+  pids(): Array<{ name: string; pid: number }> {
+    return this.services.flatMap((s) => (s.child.pid && s.child.exitCode === null ? [{ name: s.name, pid: s.child.pid }] : []));
+  }
+
   /** Throws if any process died without being asked to. */
   assertAlive(): void {
     if (this.crashes.length) throw new Error(this.crashes.join('; '));

@@ -9,7 +9,6 @@ import { runMigrationsLocked } from './migrator';
 import { PoolMetrics } from './pool-metrics';
 import { TableMaintenance } from './table-maintenance';
 
-
 const EMBEDDED = Symbol('EmbeddedPostgres');
 
 async function servesPglite(url: string): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { JobRef } from '../shared/jobs/job-ref';
+import { Statement } from '../shared/jobs/statement';
 
 /** Runs one statement in the caller's transaction and answers its rows. */
 export type Query = <T>(sql: string, params: unknown[]) => Promise<T[]>;
@@ -11,6 +12,24 @@ export async function rowsOf<T>(
 ): Promise<T[]> {
   const result = (await manager.query(sql, params)) as unknown[];
   return (Array.isArray(result[0]) ? result[0] : result) as T[];
+}
+
+/**
+ * `main` with `alongside` run in the same statement, as its first CTE (`name`), so both commit
+ * together without a transaction around them: one round trip. `main` may begin with a WITH of
+ * its own; the placeholders of `alongside` are moved past those of `main`.
+ */
+export function withAlongside(name: string, main: Statement, alongside: Statement): Statement {
+  const offset = main.params.length;
+  const placeholders = alongside.sql.match(/\$\d+\b/g) ?? [];
+  if (new Set(placeholders).size !== alongside.params.length)
+    throw new Error(
+      `A statement to run alongside has ${new Set(placeholders).size} placeholders for ${alongside.params.length} parameters`,
+    );
+  const moved = alongside.sql.replace(/\$(\d+)\b/g, (_, n: string) => `$${Number(n) + offset}`);
+  const rest = main.sql.trimStart();
+  const sql = /^WITH\s/i.test(rest) ? `WITH ${name} AS (${moved}), ${rest.slice(5)}` : `WITH ${name} AS (${moved}) ${rest}`;
+  return { sql, params: [...main.params, ...alongside.params] };
 }
 
 /** On a job, or due to be: the records the reconciler keeps moving (and the predicate of each table's partial index). */

@@ -47,7 +47,7 @@ export interface TableStats {
   table: string;
   live: number;
   dead: number;
-  /** Whether the table carries HOT_TABLE_AUTOVACUUM. */
+  /** Whether the table has a vacuum scale factor of its own (HOT_TABLE_AUTOVACUUM, or a DBA's, which is kept). */
   tuned: boolean;
 }
 
@@ -60,7 +60,7 @@ export interface MaintenancePass {
 /**
  * Keeps the hot tables' dead tuples bounded without a DBA. Every DB_VACUUM_INTERVAL_SECONDS,
  * on one worker process at a time (an advisory lock), it reads the tables' statistics,
- * gives any table without them the autovacuum settings above (tables that exist only once
+ * gives any table without a vacuum scale factor of its own the autovacuum settings above (tables that exist only once
  * the queue started are tuned at its first pass after), and runs `VACUUM (ANALYZE)` on each
  * table past MIN_DEAD_TUPLES and DEAD_SHARE: where autovacuum is off, or cannot keep up, the
  * service does it. `db_dead_tuples{table}` is read at each scrape, and every vacuum's
@@ -122,11 +122,11 @@ export class TableMaintenance implements OnApplicationBootstrap, BeforeApplicati
   async stats(): Promise<TableStats[]> {
     const rows = await this.dataSource.query<Array<{ name: string; live: string; dead: string; tuned: boolean }>>(
       `SELECT t.name, coalesce(s.n_live_tup, 0) AS live, coalesce(s.n_dead_tup, 0) AS dead,
-              coalesce(c.reloptions @> $2::text[], false) AS tuned
+              EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o WHERE o LIKE 'autovacuum_vacuum_scale_factor=%') AS tuned
          FROM unnest($1::text[]) AS t(name)
          JOIN pg_class c ON c.oid = to_regclass(t.name)
          LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid`,
-      [HOT_TABLES, HOT_TABLE_AUTOVACUUM],
+      [HOT_TABLES],
     );
     return rows.map((r) => ({ table: r.name, live: Number(r.live), dead: Number(r.dead), tuned: r.tuned }));
   }

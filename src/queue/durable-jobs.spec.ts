@@ -6,6 +6,7 @@ import { DatabaseConnection } from '../database/database-connection';
 import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { JobRef } from '../shared/jobs/job-ref';
+import { Statement } from '../shared/jobs/statement';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
 import { DurableJobKind, DurableJobs, JobRecords, later, RunResult, RunSignals } from './durable-jobs';
@@ -120,6 +121,10 @@ class FakeQueue {
   wake(name: string): void {
     this.woken.push(name);
   }
+  /** The statement that would queue these jobs: here, the jobs themselves. */
+  async insertStatement(name: string, jobs: Array<{ data: object; options: SendOptions }>): Promise<Statement> {
+    return { sql: `insert into ${name}`, params: jobs };
+  }
   /** Hands these jobs to the registered handler, as a worker would. */
   deliver(...jobs: Array<Job<object>>): Promise<JobResult[]> {
     return Promise.all(this.definition!.handler(jobs));
@@ -134,6 +139,22 @@ class FakeReconciler {
   }
   addChore(chore: () => Promise<unknown>): void {
     this.chores.push(chore);
+  }
+}
+
+/** Things recorded a batch at a time with the statement that queues their jobs (the real repository runs both as one). */
+class BatchingThings extends InMemoryThings {
+  readonly batches: Array<{ ids: string[]; alongside: Statement }> = [];
+  /** Records whose insert fails (their organization deleted meanwhile), failing any batch they are in. */
+  readonly refused = new Set<string>();
+  /** Whether each batch ran inside a transaction. */
+  readonly inTransaction: boolean[] = [];
+
+  async insertAll(batch: Thing[], alongside: Statement): Promise<void> {
+    this.inTransaction.push(TransactionHost.getInstance().isTransactionActive());
+    if (batch.some((r) => this.refused.has(r.id))) throw new Error('violates foreign key constraint');
+    this.batches.push({ ids: batch.map((r) => r.id), alongside });
+    for (const record of batch) await this.insert(record);
   }
 }
 
@@ -219,6 +240,7 @@ describe('DurableJobKind (the durable-job core)', () => {
   let signals: Signals;
   let things: Things;
   let outbox: RecordingOutbox;
+  let batchingKind: (records: BatchingThings) => Things;
 
   beforeEach(() => {
     outbox = new RecordingOutbox();
@@ -230,17 +252,21 @@ describe('DurableJobKind (the durable-job core)', () => {
     signals = new Signals(new DatabaseConnection('postgres://unused', true));
     const shares = new OrganizationShares({ shareOverrides: {} } as unknown as AppConfig);
     shares.use({ tierOf: () => Promise.resolve('team'), byTier: { default: SHARES, team: { ...SHARES, executions: 25 } } });
-    const core = new DurableJobs(
-      queue as unknown as JobQueue,
-      signals,
-      reconciler as unknown as JobReconciler,
-      keys as unknown as IdempotencyKeys,
-      metrics,
-      outbox,
-      inlineTransactions() as TransactionHost<TransactionalAdapterTypeOrm>,
-      shares,
-    );
-    things = new Things(core, records);
+    const transactions = inlineTransactions() as TransactionHost<TransactionalAdapterTypeOrm>;
+    const coreWith = (registry: Metrics) =>
+      new DurableJobs(
+        queue as unknown as JobQueue,
+        signals,
+        reconciler as unknown as JobReconciler,
+        keys as unknown as IdempotencyKeys,
+        registry,
+        outbox,
+        transactions,
+        shares,
+      );
+    things = new Things(coreWith(metrics), records);
+    // A second kind of the same name on the same queue, its metrics in a registry of their own.
+    batchingKind = (batching) => new Things(coreWith(new Metrics()), batching);
   });
 
   async function metric(text: RegExp): Promise<number> {
@@ -267,6 +293,61 @@ describe('DurableJobKind (the durable-job core)', () => {
           options: { leaseSeconds: 7, retryLimit: 1, id: thing.jobId, group: { id: 'org-1', tier: 'team' }, priority: 0 },
         },
       ]);
+    });
+
+    it('records the plain submissions of a moment and queues their jobs in one statement, outside any transaction', async () => {
+      const batching = new BatchingThings();
+      const kind = batchingKind(batching);
+      const [a, b, c] = [newThing(), newThing({ organizationId: 'org-2' }), newThing()];
+      const submitted = await Promise.all(
+        [a, b, c].map((record) => kind.enqueue({ record, sendOptions: { leaseSeconds: 5, retryLimit: 2 } })),
+      );
+      expect(submitted).toEqual([a, b, c].map((record) => ({ record, created: true })));
+      expect(batching.batches.map((batch) => batch.ids)).toEqual([[a.id, b.id, c.id]]);
+      expect(batching.inTransaction).toEqual([false]);
+      expect(batching.batches[0].alongside).toEqual({
+        sql: 'insert into things',
+        params: [a, b, c].map((thing) => ({
+          data: { thingId: thing.id },
+          options: {
+            leaseSeconds: 5,
+            retryLimit: 2,
+            id: thing.jobId,
+            group: { id: thing.organizationId, tier: 'team' },
+            priority: expect.any(Number),
+          },
+        })),
+      });
+      expect(queue.sent).toEqual([]);
+    });
+
+    it('tries each submission of a failed batch alone, so only the one that cannot be recorded fails', async () => {
+      const batching = new BatchingThings();
+      const kind = batchingKind(batching);
+      const [a, refused, c] = [newThing(), newThing(), newThing()];
+      batching.refused.add(refused.id);
+      const results = await Promise.allSettled(
+        [a, refused, c].map((record) => kind.enqueue({ record, sendOptions: { leaseSeconds: 5, retryLimit: 2 } })),
+      );
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((results[1] as PromiseRejectedResult).reason).toEqual(new Error('violates foreign key constraint'));
+      expect(batching.batches.map((batch) => batch.ids)).toEqual([[a.id], [c.id]]);
+      expect([...batching.rows.keys()]).toEqual([a.id, c.id]);
+    });
+
+    it("enqueues a submission with an Idempotency-Key in a transaction of its own, and one in a caller's transaction in it", async () => {
+      const batching = new BatchingThings();
+      const kind = batchingKind(batching);
+      const idempotency = { organizationId: 'org', scope: 'thing:1', key: 'k', body: {} };
+      const keyed = newThing();
+      await kind.enqueue({ record: keyed, sendOptions: { leaseSeconds: 5, retryLimit: 2 }, idempotency });
+      const joined = newThing();
+      await TransactionHost.getInstance().withTransaction(() =>
+        kind.enqueue({ record: joined, sendOptions: { leaseSeconds: 5, retryLimit: 2 } }),
+      );
+      expect(batching.batches).toEqual([]);
+      expect(queue.sent.map((job) => job.options.id)).toEqual([keyed.jobId, joined.jobId]);
+      expect([...batching.rows.keys()]).toEqual([keyed.id, joined.id]);
     });
 
     it("caps an organization's jobs in flight at its tier's share on the queue it works", () => {

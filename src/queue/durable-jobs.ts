@@ -10,6 +10,7 @@ import { OrganizationShares } from '../shared/fairness/organization-shares';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
 import { isDatabaseUnavailable } from '../shared/errors/postgres-errors';
 import { JobRef } from '../shared/jobs/job-ref';
+import { Statement } from '../shared/jobs/statement';
 import { Failure, Outcome } from '../shared/jobs/outcome';
 import { Metrics } from '../shared/metrics/metrics';
 import { awaitFinal } from './await-final';
@@ -43,6 +44,11 @@ export interface UnfinishedJobRecord {
  */
 export interface JobRecords<R extends JobRecord, S, U extends UnfinishedJobRecord> {
   insert(record: R): Promise<void>;
+  /**
+   * Inserts records in one statement with `alongside` (the statement queueing their jobs)
+   * inside it, so they commit together in one round trip. Kinds without it enqueue in a transaction.
+   */
+  insertAll?(records: R[], alongside: Statement): Promise<void>;
   findById(id: string): Promise<R | null>;
   /**
    * Moves unfinished records to `running` where they are still on the job that asks (a record
@@ -190,6 +196,8 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   private readonly logger: Logger;
   private readonly running = new Map<string, AbortController>();
   private readonly finishes: Coalescer<{ id: string; outcome: Outcome }, R | null>;
+  /** Plain submissions of the moment, recorded and queued together (for kinds with `insertAll`). */
+  private readonly inserts?: Coalescer<Submission<R>, Submitted<R> | Error>;
 
   protected constructor(
     private readonly core: DurableJobs,
@@ -199,6 +207,9 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     this.logger = new Logger(`Jobs:${definition.name}`);
     core.queue.declare(definition.queue);
     this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes), 'end'));
+    // Two statements under way at most: what arrives meanwhile waits for the next one.
+    if (definition.records.insertAll)
+      this.inserts = new Coalescer((batch) => this.insertTogether(batch), { maxInFlight: INSERTS_IN_FLIGHT });
     core.reconciler.register({
       queue: definition.queue,
       unfinished: (olderThanMs, limit) => this.unfinished(olderThanMs, limit),
@@ -210,11 +221,61 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   }
 
   /**
-   * Records and queues a new record in the current transaction (the caller opens it), or
-   * answers the record an earlier request with the same Idempotency-Key made. A record that
-   * `place` leaves without a job is only recorded.
+   * Records and queues a new record, or answers the record an earlier request with the same
+   * Idempotency-Key made. A record that `place` leaves without a job is only recorded.
+   *
+   * In the caller's transaction when one is open. Otherwise a plain submission (no key, no
+   * place) goes with the others of the moment: the records and their jobs in one statement,
+   * which commits on its own (group commit: one round trip for all of them); one that needs
+   * reads first (a key, a place) gets a transaction of its own.
    */
   async enqueue(submission: Submission<R>): Promise<Submitted<R>> {
+    const { txHost } = this.core;
+    if (txHost.isTransactionActive()) return this.enqueueInTransaction(submission);
+    if (this.inserts && !submission.idempotency && !submission.place) {
+      const result = await this.inserts.add(submission);
+      if (result instanceof Error) throw result;
+      return result;
+    }
+    return txHost.withTransaction(() => this.enqueueInTransaction(submission));
+  }
+
+  /**
+   * Plain submissions together: their records and jobs in one statement. When it fails, each
+   * is tried alone, so one that cannot be recorded (its agent deleted meanwhile) fails only its own.
+   */
+  private async insertTogether(batch: Array<Submission<R>>): Promise<Array<Submitted<R> | Error>> {
+    const insert = async (submissions: Array<Submission<R>>) => {
+      const jobs = await Promise.all(
+        submissions.map(async ({ record, sendOptions }) => ({
+          data: this.definition.jobData(record.id),
+          options: {
+            ...this.prioritized(record, sendOptions),
+            id: record.jobId ?? randomUUID(),
+            group: await this.core.shares.group(record.organizationId),
+          },
+        })),
+      );
+      const records = submissions.map((s) => s.record);
+      await this.definition.records.insertAll!(records, await this.core.queue.insertStatement(this.definition.queue, jobs));
+      return records.map((record) => ({ record, created: true }));
+    };
+    try {
+      return await insert(batch);
+    } catch (error) {
+      if (batch.length === 1) return [error instanceof Error ? error : new Error(String(error))];
+      return Promise.all(
+        batch.map((one) =>
+          insert([one]).then(
+            ([done]) => done,
+            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+          ),
+        ),
+      );
+    }
+  }
+
+  private async enqueueInTransaction(submission: Submission<R>): Promise<Submitted<R>> {
     const { idempotency, place } = submission;
     const { records } = this.definition;
     if (idempotency) {
@@ -483,6 +544,12 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
  * stream costs a read this often, so not every second.
  */
 const WATCH_POLL_MS = 5000;
+/**
+ * Insert statements of new records under way at once, per kind and process (group commit):
+ * enough to keep a connection busy while the other's commit is flushed, few enough that under
+ * load each carries many records.
+ */
+const INSERTS_IN_FLIGHT = 2;
 
 /** Backoff between tries of a write while the database is away. */
 const RETRY_WRITE_MS = [100, 250, 500, 1000];

@@ -6,6 +6,7 @@ import { Gauge } from 'prom-client';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
+import { Statement } from '../shared/jobs/statement';
 import { Metrics } from '../shared/metrics/metrics';
 import { WorkerSlots } from '../shared/fairness/organization-shares';
 import { QueueWorker } from './queue-worker';
@@ -210,13 +211,27 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   /** Queues many jobs with one statement in the current transaction (an outbox's). */
-  async sendMany(name: string, jobs: Array<{ data: object; options: SendOptions }>): Promise<void> {
+  async sendMany(name: string, jobs: QueuedJob[]): Promise<void> {
     if (!jobs.length) return;
-    await this.boss.insert(
-      name,
-      jobs.map(({ data, options }) => ({ ...jobOptions(options), id: options.id, data })),
-      { db: this.transactionDb() },
-    );
+    await this.boss.insert(name, jobs.map(toInsert), { db: this.transactionDb() });
+  }
+
+  /**
+   * The statement that queues these jobs, not run: to run inside the caller's own statement
+   * (`withAlongside`), so the jobs commit with the records they carry in one round trip. It is
+   * pg-boss's own insert, captured on its way to the database.
+   */
+  async insertStatement(name: string, jobs: QueuedJob[]): Promise<Statement> {
+    let captured: Statement | undefined;
+    const capture: Db = {
+      executeSql: async (sql, params) => {
+        captured = { sql, params: params ?? [] };
+        return { rows: [] };
+      },
+    };
+    await this.boss.insert(name, jobs.map(toInsert), { db: capture });
+    if (!captured) throw new Error(`Queue '${name}' wrote no insert statement`);
+    return captured;
   }
 
   /** Jobs still waiting for a later start (a retry's) may start now; answers how many. */
@@ -272,6 +287,16 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
 /** The declared queues no definition handles (a kind whose `work()` was never called). */
 export function unhandledQueues(declared: ReadonlySet<string>, registered: ReadonlyMap<string, unknown>): string[] {
   return [...declared].filter((name) => !registered.has(name));
+}
+
+/** A job to queue: what it carries, and its options (with its id). */
+export interface QueuedJob {
+  data: object;
+  options: SendOptions;
+}
+
+function toInsert({ data, options }: QueuedJob) {
+  return { ...jobOptions(options), id: options.id, data };
 }
 
 /** A job's lease, retries and start in pg-boss's terms; lost-worker retries back off from 1 s to a minute. */

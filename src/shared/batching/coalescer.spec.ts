@@ -26,3 +26,30 @@ describe('Coalescer', () => {
     await expect(flaky.add('c')).resolves.toBe('c');
   });
 });
+
+describe('Coalescer with maxInFlight', () => {
+  it('holds what arrives while a flush is under way and sends it with the next one', async () => {
+    const flushes: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const committer = new Coalescer<number, number>(
+      async (items) => {
+        flushes.push(items);
+        if (flushes.length === 1) await gate;
+        return items;
+      },
+      { maxInFlight: 1 },
+    );
+    const first = committer.add(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    // The first flush is under way: these three wait for it, then go together.
+    const rest = [committer.add(2), committer.add(3)];
+    await new Promise((resolve) => setImmediate(resolve));
+    rest.push(committer.add(4));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushes).toEqual([[1]]);
+    release();
+    expect(await Promise.all([first, ...rest])).toEqual([1, 2, 3, 4]);
+    expect(flushes).toEqual([[1], [2, 3, 4]]);
+  });
+});

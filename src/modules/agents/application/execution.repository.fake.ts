@@ -1,4 +1,5 @@
 import { JobRef } from '../../../shared/jobs/job-ref';
+import { Statement } from '../../../shared/jobs/statement';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Execution, HistoryFilter, isFinished } from '../domain/execution';
@@ -24,6 +25,13 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
   async insert(execution: Execution): Promise<void> {
     if (this.executions.has(execution.id)) throw new Error(`duplicate execution ${execution.id}`);
     this.executions.set(execution.id, { ...execution });
+  }
+
+  /** Inserts them all or none; the statement alongside (the queue's) is not run here. */
+  async insertAll(executions: Execution[], _alongside: Statement): Promise<void> {
+    const ids = new Set(executions.map((e) => e.id));
+    if (ids.size < executions.length || executions.some((e) => this.executions.has(e.id))) throw new Error('duplicate execution');
+    for (const execution of executions) this.executions.set(execution.id, { ...execution });
   }
 
   async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {

@@ -162,7 +162,7 @@ export class ExecutionsService {
     return enqueued;
   }
 
-  @Transactional()
+  /** The agent read, then its execution recorded and queued (see DurableJobKind.enqueue: one statement, or in the caller's transaction). */
   private async enqueue(organizationId: string, request: ExecuteRequest): Promise<{ submitted: Submitted<Execution>; kind: string }> {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);

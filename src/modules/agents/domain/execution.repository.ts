@@ -2,6 +2,7 @@ import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Execution, HistoryFilter } from './execution';
+import { Statement } from '../../../shared/jobs/statement';
 
 /** An execution taken by a worker, with what it needs to run. */
 export interface StartedAttempt {
@@ -30,6 +31,11 @@ export interface UnfinishedExecution {
  */
 export abstract class ExecutionRepository {
   abstract insert(execution: Execution): Promise<void>;
+  /**
+   * Inserts the executions in one statement with `alongside` (the statement queueing their jobs)
+   * inside it: they commit together, without a transaction around them.
+   */
+  abstract insertAll(executions: Execution[], alongside: Statement): Promise<void>;
   /**
    * Marks a finished execution of the organization as retried by `retryId`, unless another
    * retry marked it first; false when it is not (so of two concurrent retries, one commits).

@@ -1,10 +1,11 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { DurableTable, rowsOf } from '../../../database/durable-table';
+import { DurableTable, rowsOf, withAlongside } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
+import { Statement } from '../../../shared/jobs/statement';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Execution, ExecutionStatus, HistoryFilter, Trigger } from '../domain/execution';
 import { ExecutionRepository, StartedAttempt, UnfinishedExecution } from '../domain/execution.repository';
@@ -43,6 +44,32 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
        VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8, $9)`,
       [e.id, e.organizationId, e.agentId, e.status, json(e.input), e.jobId, json(e.triggeredBy), e.createdAt, e.retryOf],
     );
+  }
+
+  async insertAll(executions: Execution[], alongside: Statement): Promise<void> {
+    const column = <T>(value: (e: Execution) => T) => executions.map(value);
+    const { sql, params } = withAlongside(
+      'jobs',
+      {
+        sql: `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at, retry_of)
+              SELECT id, organization_id, agent_id, status, input, 0, job_id, triggered_by, created_at, retry_of
+              FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::uuid[], $7::jsonb[], $8::timestamptz[], $9::uuid[])
+                AS e(id, organization_id, agent_id, status, input, job_id, triggered_by, created_at, retry_of)`,
+        params: [
+          column((e) => e.id),
+          column((e) => e.organizationId),
+          column((e) => e.agentId),
+          column((e) => e.status),
+          column((e) => json(e.input)),
+          column((e) => e.jobId),
+          column((e) => json(e.triggeredBy)),
+          column((e) => e.createdAt),
+          column((e) => e.retryOf),
+        ],
+      },
+      alongside,
+    );
+    await this.txHost.tx.query(sql, params);
   }
 
   async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {

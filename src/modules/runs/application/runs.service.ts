@@ -1,13 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { Submitted } from '../../../queue/durable-jobs';
+import { Submission, Submitted } from '../../../queue/durable-jobs';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED, Failure } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
 import { decodeIndexCursor, encodeIndexCursor, Page, PageRequest } from '../../../shared/pagination/cursor';
-import { effectiveNeeds, kindOf, recordedSteps, WORKFLOW_LIMITS, WorkflowDefinition } from '../../workflows/domain/definition';
+import {
+  ConcurrencyPolicy,
+  effectiveNeeds,
+  kindOf,
+  recordedSteps,
+  WORKFLOW_LIMITS,
+  WorkflowDefinition,
+} from '../../workflows/domain/definition';
 import { assertRetryable, keptSteps, RetryGraph } from '../domain/retry';
 import { pendingStep, Run, RunItem, runNotFound, StepRun } from '../domain/run';
 import { HistoryFilter, RunRepository } from '../domain/run.repository';
@@ -196,8 +203,12 @@ export class RunsService implements ChildRuns {
     return this.settle(submitted, waitMs / 1000);
   }
 
-  /** Records and queues a run in the current transaction (or one of its own); `settle` it after the commit. */
-  @Transactional()
+  /**
+   * Records and queues a run; `settle` it after the commit. In the caller's transaction when one
+   * is open; otherwise as the kind does it (DurableJobKind.enqueue: one statement shared with the
+   * runs of the moment), or, for a workflow with a concurrency limit, in a transaction of its
+   * own, as its place (and its cancel over the limit) commit with it.
+   */
   async enqueue(organizationId: string, request: Omit<RunRequest, 'waitSeconds'>): Promise<Submitted<Run>> {
     // A version given is one the caller found live in this organization (a trigger's lookup).
     const { version, definition } = request.version
@@ -205,12 +216,43 @@ export class RunsService implements ChildRuns {
       : await this.workflows.get(organizationId, request.workflowId);
     if (definition.inputSchema)
       assertTenantSchema(definition.inputSchema, request.input, 'input', `The input of workflow '${definition.name}'`);
-    const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
-    const policy = definition.concurrency;
-    const concurrency = policy
-      ? { key: await this.concurrency.keyOf(organizationId, policy, request.input ?? null), limit: policy.limit, waitsForPlace: false }
-      : null;
+    const workflow = { version, definition };
+    if (!definition.concurrency) return this.jobs.enqueue(this.submission(organizationId, request, workflow, null));
+    return this.enqueueWithPlace(organizationId, request, workflow, definition.concurrency);
+  }
+
+  @Transactional()
+  private async enqueueWithPlace(
+    organizationId: string,
+    request: Omit<RunRequest, 'waitSeconds'>,
+    workflow: { version: number; definition: WorkflowDefinition },
+    policy: ConcurrencyPolicy,
+  ): Promise<Submitted<Run>> {
+    const concurrency = {
+      key: await this.concurrency.keyOf(organizationId, policy, request.input ?? null),
+      limit: policy.limit,
+      waitsForPlace: false,
+    };
     const submitted = await this.jobs.enqueue({
+      ...this.submission(organizationId, request, workflow, concurrency),
+      place: (run) => this.concurrency.place(run, policy, (r, reason) => this.cancelOf(r, reason)),
+    });
+    const { record, created } = submitted;
+    if (!created || !record.concurrency?.waitsForPlace || policy.onLimit !== 'cancelNew') return submitted;
+    // Beyond the limit with cancelNew: recorded, and canceled with the reason, in the same transaction.
+    const canceled = await this.cancelTree(organizationId, record.workflowId, record.id, overLimit(record.concurrency));
+    return { record: canceled ?? record, created };
+  }
+
+  /** A new run of the workflow's version, queued, with its steps pending (or as a retry keeps them). */
+  private submission(
+    organizationId: string,
+    request: Omit<RunRequest, 'waitSeconds'>,
+    { version, definition }: { version: number; definition: WorkflowDefinition },
+    concurrency: Run['concurrency'],
+  ): Submission<Run> {
+    const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
+    return {
       record: {
         id: request.runId ?? randomUUID(),
         organizationId,
@@ -238,13 +280,7 @@ export class RunsService implements ChildRuns {
       idempotency: request.idempotencyKey
         ? { organizationId, scope: `workflow:${request.workflowId}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
-      place: policy ? (run) => this.concurrency.place(run, policy, (r, reason) => this.cancelOf(r, reason)) : undefined,
-    });
-    const { record, created } = submitted;
-    if (!created || !record.concurrency?.waitsForPlace || policy?.onLimit !== 'cancelNew') return submitted;
-    // Beyond the limit with cancelNew: recorded, and canceled with the reason, in the same transaction.
-    const canceled = await this.cancelTree(organizationId, record.workflowId, record.id, overLimit(record.concurrency));
-    return { record: canceled ?? record, created };
+    };
   }
 
   /** Cancels a run and the runs it started, with the reason; false when it had ended. */

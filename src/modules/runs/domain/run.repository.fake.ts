@@ -3,6 +3,7 @@ import { Failure } from '../../../shared/jobs/outcome';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { isRunFinished, Run, RunItem } from './run';
 import { AdmittedRun, HistoryFilter, RunRepository, StepWrite, UnfinishedRun, WaitingKey } from './run.repository';
+import { Statement } from '../../../shared/jobs/statement';
 
 /** For a method no unit spec has needed yet: the spec that does fakes it here. */
 function notFaked(method: string): never {
@@ -34,6 +35,11 @@ export class InMemoryRunRepository extends RunRepository {
 
   async insert(run: Run): Promise<void> {
     this.runs.push(run);
+  }
+
+  /** As `insert`, each; the statement alongside (the queue's) is not run here. */
+  async insertAll(runs: Run[], _alongside: Statement): Promise<void> {
+    this.runs.push(...runs);
   }
 
   async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {

@@ -3,6 +3,7 @@ import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Run, RunItem, RunStatus, StepStatus } from './run';
 import { WaitingFor } from './wait';
+import { Statement } from '../../../shared/jobs/statement';
 
 export interface StepWrite {
   runId: string;
@@ -75,6 +76,8 @@ export interface HistoryFilter {
 export abstract class RunRepository {
   /** The run and its steps: `pending`, or as recorded (the steps a retry keeps). */
   abstract insert(run: Run): Promise<void>;
+  /** Runs as `insert` does, in one statement with `alongside` (the statement queueing their jobs) inside it: they commit together. */
+  abstract insertAll(runs: Run[], alongside: Statement): Promise<void>;
   /**
    * Marks a finished run of the organization as retried by `retryId`, unless another retry
    * marked it first; false when it is not (so of two concurrent retries, one commits).

@@ -1,11 +1,12 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { DurableTable } from '../../../database/durable-table';
+import { DurableTable, withAlongside } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { JobRef } from '../../../shared/jobs/job-ref';
+import { Statement } from '../../../shared/jobs/statement';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { AdmittedRun, HistoryFilter, ItemWrite, RunRepository, StepWrite, UnfinishedRun, WaitingKey } from '../domain/run.repository';
 import { WaitingFor } from '../domain/wait';
@@ -89,56 +90,13 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async insert(run: Run): Promise<void> {
-    // One statement for the run and its steps: one round trip for every run started. Steps are
-    // pending unless recorded already (those a retry keeps, taken over as they were).
-    await this.query(
-      `WITH run AS (
-         INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by, created_at, parent_run_id, depth,
-           retry_of, concurrency_key, concurrency_limit, waits_for_place)
-         VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $12, $13, $14, $16, $17, $18) RETURNING id)
-       INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts, input, output, error, execution_id, reason, child_run_id, started_at, finished_at)
-       SELECT run.id, s.step_id, s.position - 1, COALESCE(k.status, 'pending'), COALESCE(k.attempts, 0), k.input, k.output,
-              NULLIF(k.error, 'null'::jsonb), k.execution_id, k.reason, k.child_run_id, k.started_at, k.finished_at
-       FROM run, unnest($11::text[]) WITH ORDINALITY AS s(step_id, position)
-       LEFT JOIN jsonb_to_recordset($15::jsonb) AS k(step_id text, status text, attempts int, input jsonb, output jsonb, error jsonb,
-         execution_id uuid, reason text, child_run_id uuid, started_at timestamptz, finished_at timestamptz) ON k.step_id = s.step_id`,
-      [
-        run.id,
-        run.organizationId,
-        run.workflowId,
-        run.workflowVersion,
-        run.status,
-        json(run.input),
-        run.jobId,
-        run.timeoutMs,
-        json(run.triggeredBy),
-        run.createdAt,
-        run.steps.map((s) => s.id),
-        run.parentRunId,
-        run.depth,
-        run.retryOf,
-        JSON.stringify(
-          run.steps
-            .filter((s) => s.status !== 'pending')
-            .map((s) => ({
-              step_id: s.id,
-              status: s.status,
-              attempts: s.attempts,
-              input: s.input,
-              output: s.output,
-              error: s.error,
-              execution_id: s.executionId,
-              reason: s.reason,
-              child_run_id: s.childRunId,
-              started_at: s.startedAt,
-              finished_at: s.finishedAt,
-            })),
-        ),
-        run.concurrency?.key ?? null,
-        run.concurrency?.limit ?? null,
-        run.concurrency?.waitsForPlace ?? false,
-      ],
-    );
+    const { sql, params } = insertRuns([run]);
+    await this.query(sql, params);
+  }
+
+  async insertAll(runs: Run[], alongside: Statement): Promise<void> {
+    const { sql, params } = withAlongside('jobs', insertRuns(runs), alongside);
+    await this.query(sql, params);
   }
 
   async markRetried(organizationId: string, id: string, retryId: string): Promise<boolean> {
@@ -546,6 +504,76 @@ export class TypeOrmRunRepository extends RunRepository {
 }
 
 const json = (value: unknown): string => JSON.stringify(value ?? null);
+
+/**
+ * One statement for runs and their steps: one round trip for every batch of runs started.
+ * Steps are pending unless recorded already (those a retry keeps, taken over as they were).
+ * A JSON null in a recordset is SQL NULL: an input that is null is stored as the JSON null it was.
+ */
+function insertRuns(runs: Run[]): Statement {
+  return {
+    sql: `WITH runs AS (
+       INSERT INTO workflow_runs (id, organization_id, workflow_id, workflow_version, status, input, attempts, job_id, timeout_ms, triggered_by,
+         created_at, parent_run_id, depth, retry_of, concurrency_key, concurrency_limit, waits_for_place)
+       SELECT id, organization_id, workflow_id, workflow_version, status, COALESCE(input, 'null'::jsonb), 0, job_id, timeout_ms, triggered_by,
+         created_at, parent_run_id, depth, retry_of, concurrency_key, concurrency_limit, waits_for_place
+       FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, organization_id uuid, workflow_id uuid, workflow_version int, status text, input jsonb,
+         job_id uuid, timeout_ms int, triggered_by jsonb, created_at timestamptz, parent_run_id uuid, depth int, retry_of uuid,
+         concurrency_key text, concurrency_limit int, waits_for_place boolean)
+       RETURNING id)
+     INSERT INTO workflow_run_steps (run_id, step_id, position, status, attempts, input, output, error, execution_id, reason, child_run_id, started_at, finished_at)
+     SELECT s.run_id, s.step_id, s.position, COALESCE(s.status, 'pending'), COALESCE(s.attempts, 0), s.input, s.output,
+            NULLIF(s.error, 'null'::jsonb), s.execution_id, s.reason, s.child_run_id, s.started_at, s.finished_at
+     FROM jsonb_to_recordset($2::jsonb) AS s(run_id uuid, step_id text, position int, status text, attempts int, input jsonb, output jsonb,
+       error jsonb, execution_id uuid, reason text, child_run_id uuid, started_at timestamptz, finished_at timestamptz)
+     JOIN runs ON runs.id = s.run_id`,
+    params: [
+      JSON.stringify(
+        runs.map((run) => ({
+          id: run.id,
+          organization_id: run.organizationId,
+          workflow_id: run.workflowId,
+          workflow_version: run.workflowVersion,
+          status: run.status,
+          input: run.input ?? null,
+          job_id: run.jobId,
+          timeout_ms: run.timeoutMs,
+          triggered_by: run.triggeredBy,
+          created_at: run.createdAt,
+          parent_run_id: run.parentRunId,
+          depth: run.depth,
+          retry_of: run.retryOf,
+          concurrency_key: run.concurrency?.key ?? null,
+          concurrency_limit: run.concurrency?.limit ?? null,
+          waits_for_place: run.concurrency?.waitsForPlace ?? false,
+        })),
+      ),
+      JSON.stringify(
+        runs.flatMap((run) =>
+          run.steps.map((s, position) =>
+            s.status === 'pending'
+              ? { run_id: run.id, step_id: s.id, position }
+              : {
+                  run_id: run.id,
+                  step_id: s.id,
+                  position,
+                  status: s.status,
+                  attempts: s.attempts,
+                  input: s.input,
+                  output: s.output,
+                  error: s.error,
+                  execution_id: s.executionId,
+                  reason: s.reason,
+                  child_run_id: s.childRunId,
+                  started_at: s.startedAt,
+                  finished_at: s.finishedAt,
+                },
+          ),
+        ),
+      ),
+    ],
+  };
+}
 
 /** A step row as `json_agg` gives it: its times back to dates. */
 function fromJsonRow(row: Record<keyof RawStep, unknown>): RawStep {

@@ -6,7 +6,8 @@
  *
  * Per case:
  *   1. a fresh cluster (initdb, stock postgresql.conf; `-c autovacuum=off` for the second case)
- *      on a free port, and one APP_ROLE=api and one APP_ROLE=worker process on it, with a
+ *      on a free port, and one APP_ROLE=api and one APP_ROLE=worker process on it (a throwaway
+ *      enterprise license: webhooks need the team tier), with a
  *      webhook endpoint that receives every execution and run event on a loopback receiver;
  *   2. calibration: SOAK_CALIBRATE_RECORDS records (3 executions of a transform.jsonata agent to
  *      1 run of the 3-step bench workflow) enqueued as fast as 50 clients can, then drained; the
@@ -56,6 +57,7 @@ import {
   serviceEnv,
   Services,
   summarize,
+  throwawayLicense,
   unexpected,
   verdict,
 } from './support';
@@ -133,16 +135,20 @@ class Cluster {
     throw new Error('the benchmark cluster did not start');
   }
 
-  /** The postmaster's pid, for the CPU of its backends. */
+  /** The postmaster's pid (from its pid file: it may run under runuser), for the CPU of its backends. */
   get pid(): number | undefined {
-    return this.postmaster?.pid;
+    const file = join(this.dir, 'data', 'postmaster.pid');
+    return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
   }
 
   async stop(): Promise<void> {
     const postmaster = this.postmaster;
     if (postmaster && postmaster.exitCode === null) {
       const exited = new Promise((resolve) => postmaster.once('exit', resolve));
-      postmaster.kill('SIGINT');
+      // To the postmaster itself (a fast shutdown): runuser, when it runs it, does not pass signals on.
+      const pid = this.pid;
+      if (pid) process.kill(pid, 'SIGINT');
+      else postmaster.kill('SIGINT');
       await exited;
     }
     rmSync(this.dir, { recursive: true, force: true });
@@ -302,7 +308,9 @@ async function soakCase(kind: Case, interrupted: AbortSignal): Promise<boolean> 
     await admin.end();
     const url = cluster.url.replace(/\/postgres$/, '/soak');
     const credentials = randomCredentials();
-    const env = (role: 'api' | 'worker') => ({ ...serviceEnv(credentials, url, role), OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    // Webhooks need the team tier: the bootstrap organization is created at the licensed one.
+    const license = await throwawayLicense('enterprise');
+    const env = (role: 'api' | 'worker') => ({ ...serviceEnv(credentials, url, role), ...license, OUTBOUND_ALLOWLIST: '127.0.0.1' });
     const api = await services.start('api', env('api'), settings.readyTimeoutMs);
     await services.start('worker', env('worker'), settings.readyTimeoutMs);
     const client = await loginAndInstallTransform(api, credentials);

@@ -257,9 +257,11 @@ interface TableFigures {
 
 async function tableFigures(db: Client): Promise<TableFigures[]> {
   const { rows } = await db.query<{ table: string; dead: string; bytes: string }>(
-    `SELECT t.name AS table, coalesce(s.n_dead_tup, 0) AS dead, pg_total_relation_size(c.oid) AS bytes
-       FROM unnest($1::text[]) AS t(name) JOIN pg_class c ON c.oid = to_regclass(t.name)
-       LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid`,
+    // A partitioned table's figures are its partitions' sums.
+    `SELECT t.name AS table, sum(coalesce(s.n_dead_tup, 0)) AS dead, sum(pg_total_relation_size(p.relid)) AS bytes
+       FROM unnest($1::text[]) AS t(name) CROSS JOIN LATERAL pg_partition_tree(to_regclass(t.name)) AS p
+       LEFT JOIN pg_stat_user_tables s ON s.relid = p.relid
+      WHERE p.isleaf GROUP BY t.name`,
     [HOT_TABLES],
   );
   return rows.map((r) => ({ table: r.table, dead: Number(r.dead), mib: Number(r.bytes) / 1024 / 1024 }));

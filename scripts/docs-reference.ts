@@ -102,6 +102,7 @@ function errors(): string {
 /** What "unset" means for a variable without a default value. */
 const UNSET: Record<string, string> = {
   DATABASE_URL: 'unset: embedded PGlite',
+  DATABASE_READ_URL: 'unset: every read on `DATABASE_URL`',
   REDIS_URL: 'unset: counters in each process',
   JWT_SECRET: 'unset: generated (refused in production)',
   SECRETS_KEY: 'unset: generated (refused in production)',
@@ -127,6 +128,8 @@ const NOTES: Record<string, string> = {
   HOST: 'Interface to listen on: loopback only unless set. The Docker image and `docker-compose.yml` set `0.0.0.0`',
   APP_ROLE: '`api` serves the HTTP API, `worker` runs background jobs, `all` does both; see [Operating: scaling](../operating.md#scaling)',
   DATABASE_URL: '`postgres://user:password@host:5432/db` of the PostgreSQL server',
+  DATABASE_READ_URL:
+    "`postgres://` URL of a streaming replica of `DATABASE_URL`'s database (same schema; the service never migrates it nor writes to it). The history lists of executions, runs, trigger events and webhook deliveries read from it, on API processes, as far behind as it lags; everything else reads the primary. See [Operating: read replica](../operating.md#read-replica). Needs `DATABASE_URL`",
   DATA_DIR: "Embedded mode's database (`pglite/`) and, outside production, the generated JWT secret (`jwt-secret`) and secrets key (`secrets-key`)",
   DB_POOL_SIZE: 'Database connections per process',
   REDIS_URL:

@@ -34,7 +34,7 @@ export function configureApp<T extends INestApplication>(app: T): T {
   // A worker process serves health and metrics only; everything else is not there.
   if (!config.runsApi) app.use(workerOnly);
   app.use(storableQuery());
-  for (const handler of jsonBody(config.http.bodyLimitBytes)) app.use(handler);
+  for (const handler of jsonBody(config.http.bodyLimitBytes, config.http.inputBodyLimitBytes)) app.use(handler);
   if (config.runsApi) setupOpenApi(app);
   return app;
 }

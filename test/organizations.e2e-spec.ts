@@ -24,6 +24,7 @@ describe('organizations', () => {
       tier: 'starter',
       rateLimitPerMinute: null,
       seatQuota: null,
+      historyRetentionDays: null,
       createdAt: expect.any(String),
     });
   });

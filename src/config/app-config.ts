@@ -6,6 +6,17 @@ import { Environment, parseEnvironment, parseTrustProxy, SAML_ROLES } from './en
 
 export type AppRole = 'api' | 'worker' | 'all';
 
+/** Every JSON request body, but those that carry an input: 1 MiB (413 beyond). Hooks' raw bodies too. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * The bodies that carry an input (POST /api/agents/:id/execute, /api/workflows/:id/run): 2 MiB,
+ * so that an input of 1 MiB fits with its envelope and JSON escapes. Also the largest value a
+ * tenant expression may produce (a transform, a step's input, a run's output): what a run
+ * accepts, a step can pass on whole.
+ */
+export const INPUT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+
 /**
  * The typed configuration every other part reads. Built once at boot from the environment;
  * it is the DI token too, so tests can provide their own.
@@ -16,7 +27,10 @@ export class AppConfig {
     port: number;
     host: string;
     trustProxy: false | number | string[];
+    /** BODY_LIMIT_BYTES. */
     bodyLimitBytes: number;
+    /** INPUT_BODY_LIMIT_BYTES: the bodies of POST /api/agents/:id/execute and /api/workflows/:id/run. */
+    inputBodyLimitBytes: number;
     shutdownGraceMs: number;
     /** The first part of the grace period, on API processes: readiness off, requests still served. */
     shutdownDrainMs: number;
@@ -26,8 +40,11 @@ export class AppConfig {
   readonly workerConcurrency: number;
   /** The sandbox of tenant expressions: its threads and the heap of each; the machine's cores. */
   readonly expressions: { threads: number; cores: number; heapMb: number; timeLimitMs: number; inline: boolean };
-  /** DATABASE_URL, DATA_DIR (PGlite's files), DB_POOL_SIZE and DB_VACUUM_INTERVAL_SECONDS. */
-  readonly database: { url?: string; dataDir: string; poolSize: number; vacuumIntervalSeconds: number };
+  /**
+   * DATABASE_URL, DATABASE_READ_URL (a replica the history lists read from), DATA_DIR (PGlite's
+   * files), DB_POOL_SIZE and DB_VACUUM_INTERVAL_SECONDS.
+   */
+  readonly database: { url?: string; readUrl?: string; dataDir: string; poolSize: number; vacuumIntervalSeconds: number };
   /** The Redis of the rate-limit counters, when REDIS_URL is set. */
   readonly redis?: { url: string; commandTimeoutMs: number };
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
@@ -44,6 +61,8 @@ export class AppConfig {
   readonly webhooks: { logRetentionDays: number; disableAfterDays: number };
   /** HOOK_RATE_LIMIT_PER_SOURCE and _PER_TRIGGER (per minute), TRIGGER_EVENT_RETENTION_DAYS. */
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
+  /** HISTORY_RETENTION_DAYS: the most days any organization's executions and runs are kept. */
+  readonly history: { retentionDays: number };
   /** WORKFLOW_EVENT_KEEP_SECONDS: how long an event no wait took is kept for one. */
   readonly workflowEvents: { keepSeconds: number };
   /** MCP_WAIT_SECONDS: how long a tools/call at /api/mcp waits for its run or execution. */
@@ -75,7 +94,8 @@ export class AppConfig {
       port: env.PORT,
       host: env.HOST,
       trustProxy: parseTrustProxy(env.TRUST_PROXY),
-      bodyLimitBytes: 1024 * 1024,
+      bodyLimitBytes: BODY_LIMIT_BYTES,
+      inputBodyLimitBytes: INPUT_BODY_LIMIT_BYTES,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
       shutdownDrainMs: env.SHUTDOWN_DRAIN_MS,
     };
@@ -91,6 +111,7 @@ export class AppConfig {
     const dataDir = resolve(env.DATA_DIR);
     this.database = {
       url: env.DATABASE_URL,
+      readUrl: env.DATABASE_READ_URL,
       dataDir,
       poolSize: env.DB_POOL_SIZE,
       vacuumIntervalSeconds: env.DB_VACUUM_INTERVAL_SECONDS,
@@ -119,6 +140,7 @@ export class AppConfig {
       perTriggerPerMinute: env.HOOK_RATE_LIMIT_PER_TRIGGER,
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
+    this.history = { retentionDays: env.HISTORY_RETENTION_DAYS };
     this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
     this.mcp = { waitSeconds: env.MCP_WAIT_SECONDS };
     this.shareOverrides = Object.fromEntries(

@@ -27,6 +27,16 @@ describe('parseEnvironment', () => {
     expect(() => parseEnvironment({ PORT: 'x', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
   });
 
+  it('takes DATABASE_READ_URL only with DATABASE_URL, as a postgres:// URL', () => {
+    const replica = 'postgres://platform@replica:5432/platform';
+    expect(parseEnvironment({ DATABASE_URL: 'postgres://db/app', DATABASE_READ_URL: replica }).DATABASE_READ_URL).toBe(replica);
+    expect(parseEnvironment({ DATABASE_URL: 'postgres://db/app' }).DATABASE_READ_URL).toBeUndefined();
+    expect(() => parseEnvironment({ DATABASE_READ_URL: replica })).toThrow(/DATABASE_READ_URL needs DATABASE_URL/);
+    expect(() => parseEnvironment({ DATABASE_URL: 'postgres://db/app', DATABASE_READ_URL: 'mysql://x' })).toThrow(
+      /DATABASE_READ_URL must be a postgres:\/\/ URL/,
+    );
+  });
+
   it('refuses production without DATABASE_URL', () => {
     expect(() => parseEnvironment({ NODE_ENV: 'production', JWT_SECRET: SECRET })).toThrow(/DATABASE_URL is required/);
   });

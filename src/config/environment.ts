@@ -29,6 +29,15 @@ export class Environment {
   @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
   DATABASE_URL?: string;
 
+  /**
+   * A streaming replica of DATABASE_URL's database, same schema: the history lists (executions,
+   * runs, trigger events, webhook deliveries) read from it, as far behind as it lags (see
+   * docs/operating.md, read replica). Never written to nor migrated; needs DATABASE_URL.
+   */
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_READ_URL must be a postgres:// URL' })
+  DATABASE_READ_URL?: string;
+
   @IsString()
   DATA_DIR = './.data';
 
@@ -65,7 +74,7 @@ export class Environment {
   @IsString()
   OUTBOUND_ALLOWLIST = '';
 
-  /** Days the webhook delivery log keeps finished messages and their attempts. */
+  /** Days the webhook delivery log keeps messages and their attempts (they leave with their week's partition, within a week after). */
   @IsInt()
   @Min(1)
   @Max(365)
@@ -124,6 +133,15 @@ export class Environment {
   @Min(1)
   @Max(365)
   TRIGGER_EVENT_RETENTION_DAYS = 30;
+
+  /**
+   * Days executions and runs are kept at most: the cap of every organization's retention (its
+   * own setting, or its tier's default). Older ones go with their week's partition, within a week after.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HISTORY_RETENTION_DAYS = 90;
 
   /** Seconds an event no wait step was waiting for is kept, for a wait that begins just after it. */
   @IsInt()
@@ -310,6 +328,7 @@ const NUMERIC = new Set([
   'HOOK_RATE_LIMIT_PER_SOURCE',
   'HOOK_RATE_LIMIT_PER_TRIGGER',
   'TRIGGER_EVENT_RETENTION_DAYS',
+  'HISTORY_RETENTION_DAYS',
   'WORKFLOW_EVENT_KEEP_SECONDS',
   'MCP_WAIT_SECONDS',
   'ORG_MAX_EXPRESSIONS',
@@ -327,6 +346,7 @@ export class ConfigError extends Error {
 export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   const known = Object.keys(new Environment()).concat(
     'DATABASE_URL',
+    'DATABASE_READ_URL',
     'REDIS_URL',
     'JWT_SECRET',
     'ADMIN_PASSWORD',
@@ -351,6 +371,9 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
       problems.push('EXPRESSION_SANDBOX=inline (for benchmarks) is refused when NODE_ENV=production');
     if (parsed.TRIAL === true)
       problems.push('TRIAL=true (trial mode, to try the service on a laptop) is refused when NODE_ENV=production: unset TRIAL');
+  }
+  if (parsed.DATABASE_READ_URL && !parsed.DATABASE_URL) {
+    problems.push('DATABASE_READ_URL needs DATABASE_URL: a read replica is of a PostgreSQL server, not of the embedded database');
   }
   if (parsed.SHUTDOWN_DRAIN_MS >= parsed.SHUTDOWN_GRACE_MS) {
     problems.push('SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS: the drain is the first part of the grace period');

@@ -29,6 +29,17 @@ describe('startupLine', () => {
     expect(line).not.toContain('s3cret');
   });
 
+  it('names the read replica of the history lists where the API is served, never its password', () => {
+    const env = { DATABASE_URL: 'postgres://db.internal/platform', DATABASE_READ_URL: 'postgres://reader:s3cret@replica:5432/platform' };
+    const address = { address: '127.0.0.1', family: 'IPv4', port: 3000 };
+    const line = startupLine(configOf(env), address);
+    expect(line).toMatch(
+      /; database PostgreSQL platform on db\.internal; history lists from the replica platform on replica:5432 as reader$/,
+    );
+    expect(line).not.toContain('s3cret');
+    expect(startupLine(configOf({ ...env, APP_ROLE: 'worker' }), address)).not.toContain('replica');
+  });
+
   it('marks a trial: until when and the days left, or that it ended', () => {
     const config = configOf({ DATA_DIR: '/srv/platform', TRIAL: 'true' });
     const address = { address: '127.0.0.1', family: 'IPv4', port: 3000 };

@@ -25,6 +25,8 @@ export function startupLine(config: AppConfig, address: AddressInfo | string | n
     : [`Platform worker ready: health and metrics at ${where}, no API`];
   if (config.publicUrl !== `http://localhost:${config.http.port}`) parts.push(`public URL ${config.publicUrl}`);
   parts.push(`role ${config.role}`, `database ${databaseOf(config)}`);
+  if (config.database.readUrl && config.runsApi)
+    parts.push(`history lists from the replica ${postgresOf(config.database.readUrl, 'DATABASE_READ_URL')}`);
   if (trial) {
     const days = `${trial.daysLeft} ${trial.daysLeft === 1 ? 'day' : 'days'} left`;
     parts.push(
@@ -39,12 +41,17 @@ export function startupLine(config: AppConfig, address: AddressInfo | string | n
 function databaseOf(config: AppConfig): string {
   const { url, dataDir } = config.database;
   if (!url) return `embedded PGlite, data in ${join(dataDir, 'pglite')}`;
+  return `PostgreSQL ${postgresOf(url, 'DATABASE_URL')}`;
+}
+
+/** `<database> on <host>[ as <user>]` of a postgres:// URL (the variable's), without its password. */
+function postgresOf(url: string, variable: string): string {
   try {
     const parsed = new URL(url);
     const name = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default)';
     const user = parsed.username ? ` as ${decodeURIComponent(parsed.username)}` : '';
-    return `PostgreSQL ${name} on ${parsed.host || 'localhost'}${user}`;
+    return `${name} on ${parsed.host || 'localhost'}${user}`;
   } catch {
-    return 'PostgreSQL at DATABASE_URL';
+    return `at ${variable}`;
   }
 }

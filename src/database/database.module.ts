@@ -5,8 +5,10 @@ import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from './database-connection';
 import { dataSourceOptions } from './data-source-options';
 import { EmbeddedPostgres } from './embedded-postgres';
+import { HistoryPartitions } from './history-partitions';
 import { runMigrationsLocked } from './migrator';
 import { PoolMetrics } from './pool-metrics';
+import { ReadDatabase } from './read-database';
 import { TableMaintenance } from './table-maintenance';
 
 const EMBEDDED = Symbol('EmbeddedPostgres');
@@ -22,15 +24,17 @@ async function servesPglite(url: string): Promise<boolean> {
   }
 }
 
-/** Closes the pool, then the embedded server if there is one, when the app shuts down. */
+/** Closes the pools (the replica's, then the primary's), then the embedded server if there is one, when the app shuts down. */
 @Injectable()
 class DatabaseLifecycle implements OnApplicationShutdown {
   constructor(
     private readonly dataSource: DataSource,
+    private readonly reads: ReadDatabase,
     @Inject(EMBEDDED) private readonly embedded: EmbeddedPostgres | null,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
+    await this.reads.close();
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
     await this.embedded?.stop();
   }
@@ -68,10 +72,20 @@ class DatabaseLifecycle implements OnApplicationShutdown {
         return dataSource;
       },
     },
+    {
+      // Only processes that serve the API read history lists; a worker opens no replica pool.
+      provide: ReadDatabase,
+      inject: [AppConfig, DataSource],
+      useFactory: (config: AppConfig, primary: DataSource) =>
+        config.database.readUrl && config.runsApi
+          ? ReadDatabase.replica(config.database.readUrl, Math.ceil(config.database.poolSize / 2), primary)
+          : ReadDatabase.primary(),
+    },
     DatabaseLifecycle,
     PoolMetrics,
     TableMaintenance,
+    HistoryPartitions,
   ],
-  exports: [DataSource, DatabaseConnection],
+  exports: [DataSource, DatabaseConnection, HistoryPartitions, ReadDatabase],
 })
 export class DatabaseModule {}

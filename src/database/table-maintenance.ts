@@ -44,7 +44,10 @@ const DEAD_SHARE = 0.05;
 const LOCK_KEY = 0x7461626c; // "tabl"
 
 export interface TableStats {
+  /** The table that holds rows: a hot table, or one of its partitions (HistoryPartitions). */
   table: string;
+  /** The hot table it is, or is a partition of. */
+  hotTable: string;
   live: number;
   dead: number;
   /** Whether the table has a vacuum scale factor of its own (HOT_TABLE_AUTOVACUUM, or a DBA's, which is kept). */
@@ -89,7 +92,9 @@ export class TableMaintenance implements OnApplicationBootstrap, BeforeApplicati
       labelNames: ['table'],
       registers: [metrics.registry],
       async collect() {
-        for (const row of await stats().catch(() => [])) this.set({ table: row.table }, row.dead);
+        const dead = new Map<string, number>();
+        for (const row of await stats().catch(() => [])) dead.set(row.hotTable, (dead.get(row.hotTable) ?? 0) + row.dead);
+        for (const [table, count] of dead) this.set({ table }, count);
       },
     });
     this.duration = new Histogram({
@@ -118,17 +123,24 @@ export class TableMaintenance implements OnApplicationBootstrap, BeforeApplicati
     await this.running;
   }
 
-  /** The hot tables that exist, with their live and dead tuples and whether they are tuned. */
+  /**
+   * The tables of the hot tables that exist, with their live and dead tuples and whether they
+   * are tuned: a partitioned table's partitions one by one (they hold the rows, the statistics
+   * and the settings), so a pass vacuums this week's partition, not every week's.
+   */
   async stats(): Promise<TableStats[]> {
-    const rows = await this.dataSource.query<Array<{ name: string; live: string; dead: string; tuned: boolean }>>(
-      `SELECT t.name, coalesce(s.n_live_tup, 0) AS live, coalesce(s.n_dead_tup, 0) AS dead,
+    const rows = await this.dataSource.query<Array<{ name: string; hot: string; live: string; dead: string; tuned: boolean }>>(
+      `SELECT p.relid::regclass::text AS name, t.name AS hot, coalesce(s.n_live_tup, 0) AS live, coalesce(s.n_dead_tup, 0) AS dead,
               EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o WHERE o LIKE 'autovacuum_vacuum_scale_factor=%') AS tuned
          FROM unnest($1::text[]) AS t(name)
-         JOIN pg_class c ON c.oid = to_regclass(t.name)
-         LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid`,
+         CROSS JOIN LATERAL pg_partition_tree(to_regclass(t.name)) AS p
+         JOIN pg_class c ON c.oid = p.relid
+         LEFT JOIN pg_stat_user_tables s ON s.relid = p.relid
+        WHERE p.isleaf
+        ORDER BY 2, 1`,
       [HOT_TABLES],
     );
-    return rows.map((r) => ({ table: r.name, live: Number(r.live), dead: Number(r.dead), tuned: r.tuned }));
+    return rows.map((r) => ({ table: r.name, hotTable: r.hot, live: Number(r.live), dead: Number(r.dead), tuned: r.tuned }));
   }
 
   /**
@@ -143,17 +155,14 @@ export class TableMaintenance implements OnApplicationBootstrap, BeforeApplicati
       try {
         const done: MaintenancePass = { vacuumed: [], tuned: [] };
         for (const table of await this.stats()) {
-          // Quoted per part: the names are the constants above, never input.
-          const name = table.table
-            .split('.')
-            .map((part) => `"${part}"`)
-            .join('.');
+          // As the catalog spells it (regclass: qualified and quoted where needed), never input.
+          const name = table.table;
           if (!table.tuned) {
             await runner.query(`ALTER TABLE ${name} SET (${HOT_TABLE_AUTOVACUUM.join(', ')})`);
             done.tuned.push(table.table);
           }
           if (table.dead < MIN_DEAD_TUPLES || table.dead < table.live * DEAD_SHARE) continue;
-          const end = this.duration.startTimer({ table: table.table });
+          const end = this.duration.startTimer({ table: table.hotTable });
           await runner.query(`VACUUM (ANALYZE) ${name}`);
           end();
           done.vacuumed.push(table.table);

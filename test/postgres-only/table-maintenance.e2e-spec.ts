@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { partitionName } from '../../src/database/history-partitions';
 import { HOT_TABLE_AUTOVACUUM, TableMaintenance } from '../../src/database/table-maintenance';
 import { ExecutionsService } from '../../src/modules/agents/application/executions.service';
 import { FINISHED_JOB_SECONDS } from '../../src/queue/job-queue';
@@ -84,9 +85,13 @@ describe('steady tables', () => {
   it('vacuums a hot table past its dead tuples, and gives the hot tables their autovacuum settings', async () => {
     const maintenance = t.app.get(TableMaintenance);
     // Dead tuples of this test's own: 6,000 copies of one execution's row, written and deleted.
+    // With random ids, as before partitioning, they go to the default partition: the pass vacuums
+    // a partitioned table's partitions one by one.
+    const table = 'agent_executions_default';
     const counters = async () => {
       const [row] = await db.query<Array<{ deleted: string; vacuums: string }>>(
-        `SELECT n_tup_del AS deleted, vacuum_count AS vacuums FROM pg_stat_user_tables WHERE relid = 'agent_executions'::regclass`,
+        `SELECT n_tup_del AS deleted, vacuum_count AS vacuums FROM pg_stat_user_tables WHERE relid = $1::regclass`,
+        [table],
       );
       return { deleted: Number(row.deleted), vacuums: Number(row.vacuums) };
     };
@@ -108,21 +113,24 @@ describe('steady tables', () => {
       intervalMs: 250,
       message: 'the delete to be counted',
     });
-    const dead = async () => (await maintenance.stats()).find((s) => s.table === 'agent_executions')!.dead;
+    const dead = async () => (await maintenance.stats()).find((s) => s.table === table)!.dead;
     const deadBefore = await dead();
     expect(deadBefore).toBeGreaterThanOrEqual(6000);
 
     const pass = await maintenance.pass();
-    expect(pass?.vacuumed).toContain('agent_executions');
+    expect(pass?.vacuumed).toContain(table);
     expect((await counters()).vacuums).toBe(before.vacuums + 1);
     // What it removed: most of them (counts from the executions above may still arrive meanwhile).
     expect(await dead()).toBeLessThan(deadBefore - 3000);
 
+    // Every partition of a partitioned one (today's included), and the others.
+    const today = partitionName('workflow_runs', Math.floor(Date.now() / 86_400_000) * 86_400_000);
+    const names = ['agent_executions_default', 'workflow_runs_default', today, 'pgboss.job_common'];
     const tuned = await db.query<Array<{ name: string; options: string[] | null }>>(
-      `SELECT t.name, c.reloptions AS options FROM unnest($1::text[]) AS t(name) JOIN pg_class c ON c.oid = to_regclass(t.name)`,
-      [['agent_executions', 'workflow_runs', 'pgboss.job_common']],
+      `SELECT t.name, c.reloptions AS options FROM unnest($1::text[]) WITH ORDINALITY AS t(name, n) JOIN pg_class c ON c.oid = to_regclass(t.name) ORDER BY t.n`,
+      [names],
     );
-    expect(tuned.map((r) => r.name)).toEqual(['agent_executions', 'workflow_runs', 'pgboss.job_common']);
+    expect(tuned.map((r) => r.name)).toEqual(names);
     for (const row of tuned)
       expect({ table: row.name, options: row.options }).toEqual({ table: row.name, options: expect.arrayContaining(HOT_TABLE_AUTOVACUUM) });
   });

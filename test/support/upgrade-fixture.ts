@@ -83,6 +83,7 @@ export async function upgradeFixture(input: FixtureInput) {
           tier: 'enterprise',
           rate_limit_per_minute: 1200,
           seat_quota: 25,
+          history_retention_days: null,
           created_at: at(9000),
         },
         {
@@ -92,6 +93,7 @@ export async function upgradeFixture(input: FixtureInput) {
           tier: 'starter',
           rate_limit_per_minute: null,
           seat_quota: null,
+          history_retention_days: null,
           created_at: at(8000),
         },
       ],

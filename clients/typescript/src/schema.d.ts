@@ -1514,6 +1514,8 @@ export interface components {
             rateLimitPerMinute: number | null;
             /** @description Users the organization may have; null: only the license limits it */
             seatQuota: number | null;
+            /** @description Days its executions and runs are kept; null: its tier's default (starter 7, team 30, enterprise 90). HISTORY_RETENTION_DAYS caps both */
+            historyRetentionDays: number | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -1554,6 +1556,11 @@ export interface components {
              * @example 50
              */
             seatQuota?: number | null;
+            /**
+             * @description Days its executions and runs are kept, up to the instance's HISTORY_RETENTION_DAYS; null returns to the tier's default
+             * @example 30
+             */
+            historyRetentionDays?: number | null;
         };
         OrganizationAdminRequest: {
             /** @example admin@acme.example */
@@ -1580,6 +1587,8 @@ export interface components {
             rateLimitPerMinute: number | null;
             /** @description Users the organization may have; null: only the license limits it */
             seatQuota: number | null;
+            /** @description Days its executions and runs are kept; null: its tier's default (starter 7, team 30, enterprise 90). HISTORY_RETENTION_DAYS caps both */
+            historyRetentionDays: number | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: uuid */
@@ -8502,6 +8511,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description Error envelope; code PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
             429: {
                 headers: {
@@ -9726,6 +9744,15 @@ export interface operations {
             };
             /** @description Error envelope; code IDEMPOTENCY_KEY_REUSED */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

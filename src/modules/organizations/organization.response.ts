@@ -15,6 +15,12 @@ export class OrganizationResponse {
   rateLimitPerMinute!: number | null;
   @ApiProperty({ type: Number, nullable: true, description: 'Users the organization may have; null: only the license limits it' })
   seatQuota!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: "Days its executions and runs are kept; null: its tier's default (starter 7, team 30, enterprise 90). HISTORY_RETENTION_DAYS caps both",
+  })
+  historyRetentionDays!: number | null;
   @ApiProperty({ format: 'date-time' }) createdAt!: string;
 
   static from(o: Organization): OrganizationResponse {
@@ -25,6 +31,7 @@ export class OrganizationResponse {
       tier: o.tier,
       rateLimitPerMinute: o.rateLimitPerMinute,
       seatQuota: o.seatQuota,
+      historyRetentionDays: o.historyRetentionDays,
       createdAt: o.createdAt.toISOString(),
     };
   }

@@ -6,6 +6,7 @@ import { FirstStartBootstrap } from './application/first-start.bootstrap';
 import { SubscriptionService } from './application/subscription.service';
 import { OrganizationsService } from './application/organizations.service';
 import { OrganizationRepository } from './domain/organization.repository';
+import { HistoryRetention } from './infrastructure/history-retention';
 import { TypeOrmOrganizationRepository } from './infrastructure/typeorm-organization.repository';
 import { OrganizationSeatQuotasModule } from './seat-quotas.module';
 
@@ -16,6 +17,7 @@ import { OrganizationSeatQuotasModule } from './seat-quotas.module';
     OrganizationsService,
     SubscriptionService,
     FirstStartBootstrap,
+    HistoryRetention,
     { provide: OrganizationRepository, useClass: TypeOrmOrganizationRepository },
   ],
   exports: [OrganizationsService, SubscriptionService, OrganizationRepository],

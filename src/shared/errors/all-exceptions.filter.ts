@@ -77,14 +77,19 @@ export class AllExceptionsFilter implements ExceptionFilter {
   }
 }
 
-/** Errors raised by the JSON body parser (malformed, too large, bad charset). */
+/**
+ * Errors raised by the body parsers (malformed, too large, bad charset): as a route's reader
+ * throws them, or as Nest hands on those of a middleware, wrapped in an HttpException.
+ */
 function bodyParserError(exception: unknown): ErrorEnvelope | null {
-  const type = (exception as { type?: unknown } | null)?.type;
+  const raised = exception instanceof HttpException && exception.cause ? exception.cause : exception;
+  const { type, limit } = (raised ?? {}) as { type?: unknown; limit?: unknown };
   switch (type) {
     case 'entity.parse.failed':
       return envelope('VALIDATION_FAILED', 'The body is not valid JSON', [{ path: '', message: 'malformed JSON' }]);
     case 'entity.too.large':
-      return envelope('PAYLOAD_TOO_LARGE', 'The body is larger than 1 MiB');
+      // The route's limit (raw-body names it): 1 MiB, 2 MiB where the body carries an input.
+      return envelope('PAYLOAD_TOO_LARGE', `The body is larger than ${typeof limit === 'number' ? mebibytes(limit) : 'the limit'}`);
     case 'charset.unsupported':
     case 'encoding.unsupported':
       return envelope('UNSUPPORTED_MEDIA_TYPE', 'The body encoding or charset is not supported');
@@ -95,4 +100,9 @@ function bodyParserError(exception: unknown): ErrorEnvelope | null {
     default:
       return null;
   }
+}
+
+/** 1048576 -> "1 MiB"; a limit that is not whole mebibytes in bytes. */
+function mebibytes(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }

@@ -64,7 +64,7 @@ export const ERROR_CATALOG = {
   SERVICE_ACCOUNT_LIMIT_REACHED: { status: 409, when: "a service account beyond the organization's 100" },
   WEBHOOK_DISABLED: { status: 409, when: 'redeliver, recover or test on a disabled webhook endpoint' },
   IDEMPOTENCY_KEY_REUSED: { status: 409, when: 'same Idempotency-Key, different request' },
-  PAYLOAD_TOO_LARGE: { status: 413, when: 'body over the limit (1 MiB)' },
+  PAYLOAD_TOO_LARGE: { status: 413, when: 'body over the limit (1 MiB; 2 MiB for agent execute and workflow run)' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, when: 'a body that is not JSON' },
   RATE_LIMIT_EXCEEDED: { status: 429, when: 'over the rate limit; Retry-After is set' },
   INTERNAL_ERROR: { status: 500, when: 'anything unforeseen (logged with the request id)' },

@@ -1,5 +1,35 @@
+import express, { NextFunction, Request, Response } from 'express';
+import request from 'supertest';
 import { DomainError } from '../errors/domain-error';
-import { assertStorableText, depthExceeds, unstorableTextAt } from './request-body';
+import { assertStorableText, depthExceeds, jsonBody, unstorableTextAt } from './request-body';
+
+describe('jsonBody', () => {
+  // A body limit of 100 bytes, 200 for the routes that take an input; the parser's 413 names the limit.
+  const app = express();
+  for (const handler of jsonBody(100, 200)) app.use(handler);
+  app.use((req: Request, res: Response) => res.json({ read: JSON.stringify(req.body).length }));
+  app.use((error: { status: number; limit?: number }, _req: Request, res: Response, _next: NextFunction) =>
+    res.status(error.status).json({ limit: error.limit }),
+  );
+  const send = (method: 'post' | 'put', path: string, chars: number) => {
+    const test = method === 'post' ? request(app).post(path) : request(app).put(path);
+    return test.send({ input: 'x'.repeat(chars) });
+  };
+
+  it('reads the body of agent execute and workflow run up to the input limit', async () => {
+    for (const path of ['/api/agents/a1/execute', '/api/workflows/w1/run']) {
+      expect((await send('post', path, 150)).status).toBe(200);
+      expect(await send('post', path, 250)).toMatchObject({ status: 413, body: { limit: 200 } });
+    }
+  });
+
+  it('reads every other body up to the body limit', async () => {
+    for (const path of ['/api/workflows', '/api/agents/a1/execute/x', '/api/workflows/w1/runs', '/api/agents/a1']) {
+      expect(await send('post', path, 150)).toMatchObject({ status: 413, body: { limit: 100 } });
+    }
+    expect(await send('put', '/api/agents/a1/execute', 150)).toMatchObject({ status: 413, body: { limit: 100 } });
+  });
+});
 
 describe('depthExceeds', () => {
   it('measures objects and arrays alike', () => {

@@ -6,6 +6,10 @@ import { DomainError } from '../errors/domain-error';
 /** Deeper bodies are refused before validation walks them recursively. */
 export const MAX_JSON_DEPTH = 32;
 
+/** POST /api/agents/:id/execute and POST /api/workflows/:id/run: `{ input }` bodies, read up to the input limit. */
+const INPUT_ROUTES = [/^\/api\/agents\/[^/]+\/execute$/, /^\/api\/workflows\/[^/]+\/run$/];
+const isInputRoute = (req: Request) => req.method === 'POST' && INPUT_ROUTES.some((route) => route.test(req.path));
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Echoes a sane client `X-Request-Id`, or makes one; every log line and response carries it. */
@@ -48,11 +52,14 @@ export function rawBodyReader(limitBytes: number): (req: Request, res: Response)
 
 /**
  * JSON only (but the SAML ACS route's form post; inbound webhook triggers read theirs
- * themselves): a body of another type is 415, over `limitBytes` 413, malformed 400 (the
- * parser's errors are mapped by the exception filter), nested deeper than MAX_JSON_DEPTH 400.
+ * themselves): a body of another type is 415, over `limitBytes` 413 (over `inputLimitBytes` on
+ * the routes that take an input), malformed 400 (the parser's errors are mapped by the
+ * exception filter), nested deeper than MAX_JSON_DEPTH 400.
  */
-export function jsonBody(limitBytes: number): RequestHandler[] {
-  const parse = json({ limit: limitBytes, type: () => true, strict: false });
+export function jsonBody(limitBytes: number, inputLimitBytes = limitBytes): RequestHandler[] {
+  const parseBody = json({ limit: limitBytes, type: () => true, strict: false });
+  const parseInput = json({ limit: inputLimitBytes, type: () => true, strict: false });
+  const parse: RequestHandler = (req, res, next) => (isInputRoute(req) ? parseInput : parseBody)(req, res, next);
   const form = urlencoded({ limit: limitBytes, extended: false, parameterLimit: 10 });
   const handlers: RequestHandler[] = [
     // The one form post: an identity provider's SAML response (HTTP-POST binding).

@@ -126,7 +126,7 @@ export class AgentsController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same execution' })
   @ApiOkResponse({ type: ExecutionResponse })
   @ApiAcceptedResponse({ type: ExecutionResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED', 'PAYLOAD_TOO_LARGE')
   async execute(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,

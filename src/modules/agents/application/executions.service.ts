@@ -14,6 +14,7 @@ import { assertRetryable, Execution, HistoryFilter, Trigger } from '../domain/ex
 import { ExecutionRepository } from '../domain/execution.repository';
 import { AgentsService } from './agents.service';
 import { ExecutionJobs, jobOptions } from './execution-jobs';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 export interface ExecuteRequest {
   agentId: string;
@@ -167,7 +168,7 @@ export class ExecutionsService {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);
     if (agent.inputSchema) assertTenantSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
-    const id = randomUUID();
+    const id = timeOrderedId();
     const submitted = await this.jobs.enqueue({
       record: {
         id,

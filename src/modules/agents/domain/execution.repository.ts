@@ -54,9 +54,10 @@ export abstract class ExecutionRepository {
   abstract finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Execution | null>>;
   /**
    * Starts an attempt of an execution a workflow step owns: inserted as `running` the first
-   * time, attempts + 1 after. Null when it is already final (the answer is on record).
+   * time, attempts + 1 after; answers the attempts counted (not the input the caller just
+   * gave). Null when it is already final (the answer is on record).
    */
-  abstract startOwned(execution: Execution): Promise<Execution | null>;
+  abstract startOwned(execution: Execution): Promise<Pick<Execution, 'attempts'> | null>;
   /** `waiting` for its next attempt on the job `toJobId`, with the last attempt's error; null when it no longer runs on `fromJobId`. */
   abstract wait(id: string, fromJobId: string, toJobId: string, at: Date, error: Failure | null): Promise<Execution | null>;
   abstract cancel(organizationId: string, agentId: string, id: string, error: Failure): Promise<Execution | null>;

@@ -1,8 +1,10 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { DurableTable, rowsOf, withAlongside } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
+import { ReadDatabase } from '../../../database/read-database';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Statement } from '../../../shared/jobs/statement';
@@ -34,7 +36,10 @@ const UNFINISHED_SQL = EXECUTIONS.unfinished;
 /** Plain SQL: each status change is one guarded statement, and the worker's path is a few round trips. */
 @Injectable()
 export class TypeOrmExecutionRepository extends ExecutionRepository {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly reads: ReadDatabase,
+  ) {
     super();
   }
 
@@ -91,10 +96,11 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return row ?? null;
   }
 
+  /** From the read replica when there is one (ReadDatabase): a page of history may lag. */
   async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Execution>> {
     const scope = { organization_id: organizationId, ...(filter.agentId ? { agent_id: filter.agentId } : {}) };
     const { tail, params } = keysetSql(scope, filter, page);
-    const rows = await this.select(tail, params);
+    const rows = await this.select(tail, params, this.reads.manager);
     return toPage(rows, page.limit, (e) => e);
   }
 
@@ -139,16 +145,18 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return outcomes.map(({ id }) => byId.get(id) ?? null);
   }
 
-  async startOwned(e: Execution): Promise<Execution | null> {
-    const [row] = await this.txHost.tx.query<RawExecution[]>(
+  async startOwned(e: Execution): Promise<Pick<Execution, 'attempts'> | null> {
+    // A later attempt keeps the stored input when it is the same (the usual case): its TOAST pointer is carried over, not copied.
+    const [row] = await this.txHost.tx.query<Array<Pick<RawExecution, 'attempts'>>>(
       `INSERT INTO agent_executions (id, organization_id, agent_id, status, input, attempts, job_id, triggered_by, created_at, started_at)
        VALUES ($1, $2, $3, 'running', $4, 1, NULL, $5, now(), now())
-       ON CONFLICT (id) DO UPDATE SET status = 'running', attempts = agent_executions.attempts + 1, input = EXCLUDED.input
+       ON CONFLICT (id) DO UPDATE SET status = 'running', attempts = agent_executions.attempts + 1,
+         input = CASE WHEN agent_executions.input IS DISTINCT FROM EXCLUDED.input THEN EXCLUDED.input ELSE agent_executions.input END
          WHERE agent_executions.${UNFINISHED_SQL}
-       RETURNING *`,
+       RETURNING attempts`,
       [e.id, e.organizationId, e.agentId, json(e.input), json(e.triggeredBy)],
     );
-    return row ? toExecution(row) : null;
+    return row ? { attempts: row.attempts } : null;
   }
 
   async wait(id: string, fromJobId: string, toJobId: string, _at: Date, error: Failure | null): Promise<Execution | null> {
@@ -206,8 +214,8 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
     return row ? toExecution(row) : null;
   }
 
-  private async select(tail: string, params: unknown[]): Promise<Execution[]> {
-    const rows = await this.txHost.tx.query<RawExecution[]>(`SELECT * FROM agent_executions ${tail}`, params);
+  private async select(tail: string, params: unknown[], db: EntityManager = this.txHost.tx): Promise<Execution[]> {
+    const rows = await db.query<RawExecution[]>(`SELECT * FROM agent_executions ${tail}`, params);
     return rows.map(toExecution);
   }
 

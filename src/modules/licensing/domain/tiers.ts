@@ -29,6 +29,12 @@ export const TIER_SHARES: Record<Tier, Record<'expressions' | 'executions' | 'ru
   enterprise: { expressions: 100, executions: 90, runs: 90, deliveries: 90, schedules: 5000 },
 };
 
+/**
+ * Days each tier's executions and runs are kept by default; an organization may set its own,
+ * and HISTORY_RETENTION_DAYS caps both.
+ */
+export const TIER_HISTORY_RETENTION_DAYS: Record<Tier, number> = { starter: 7, team: 30, enterprise: 90 };
+
 /** Features each tier includes. */
 export const TIER_FEATURES: Record<Tier, readonly string[]> = {
   starter: [],

@@ -91,4 +91,18 @@ export class UpdateOrganizationRequest {
   @Min(1)
   @Max(10_000_000)
   seatQuota?: number | null;
+
+  @ApiPropertyOptional({
+    type: Number,
+    nullable: true,
+    minimum: 1,
+    maximum: 3650,
+    example: 30,
+    description: "Days its executions and runs are kept, up to the instance's HISTORY_RETENTION_DAYS; null returns to the tier's default",
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  historyRetentionDays?: number | null;
 }

@@ -10,6 +10,7 @@ import { LicensingService } from '../../licensing/application/licensing.service'
 import { Tier, tierRank } from '../../licensing/domain/tiers';
 import { Organization } from '../domain/organization';
 import { OrganizationRepository } from '../domain/organization.repository';
+import { AppConfig } from '../../../config/app-config';
 
 export interface NewOrganization {
   slug: string;
@@ -23,6 +24,8 @@ export interface OrganizationChanges {
   tier?: Tier;
   /** null removes the quota. */
   seatQuota?: number | null;
+  /** null returns to the tier's default. */
+  historyRetentionDays?: number | null;
 }
 
 /** Signal topic: an organization's tier or limit changed (rate limits re-read it). */
@@ -35,6 +38,7 @@ export class OrganizationsService implements OnModuleInit {
     private readonly users: UsersService,
     private readonly licensing: LicensingService,
     private readonly signals: Signals,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -79,6 +83,15 @@ export class OrganizationsService implements OnModuleInit {
         ]);
       }
       organization.setSeatQuota(changes.seatQuota);
+    }
+    if (changes.historyRetentionDays !== undefined) {
+      const cap = this.config.history.retentionDays;
+      if (changes.historyRetentionDays !== null && changes.historyRetentionDays > cap) {
+        throw new DomainError('VALIDATION_FAILED', `This instance keeps executions and runs at most ${cap} days (HISTORY_RETENTION_DAYS)`, [
+          { path: 'historyRetentionDays', message: `historyRetentionDays must not be greater than ${cap}` },
+        ]);
+      }
+      organization.setHistoryRetention(changes.historyRetentionDays);
     }
     await this.organizations.update(organization);
     this.signals.publish(ORGANIZATION_CHANGED, organization.id);

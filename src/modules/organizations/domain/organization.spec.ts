@@ -15,4 +15,16 @@ describe('Organization', () => {
   it('refuses an unknown tier', () => {
     expect(() => Organization.create({ slug: 'ok', name: 'x', tier: 'gold' as Tier })).toThrow(/Unknown tier/);
   });
+
+  it("keeps its history its tier's default days, or its own, never more than the instance's cap", () => {
+    const org = Organization.create({ slug: 'acme', name: 'Acme', tier: 'team' });
+    expect(org.historyRetention(90)).toBe(30);
+    expect(org.historyRetention(14)).toBe(14);
+    org.setHistoryRetention(60);
+    expect(org.historyRetention(90)).toBe(60);
+    expect(org.historyRetention(45)).toBe(45);
+    org.setHistoryRetention(null);
+    org.assignTier('enterprise');
+    expect(org.historyRetention(365)).toBe(90);
+  });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { isTier, Tier, TIERS } from '../../licensing/domain/tiers';
+import { isTier, Tier, TIER_HISTORY_RETENTION_DAYS, TIERS } from '../../licensing/domain/tiers';
 
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -12,7 +12,14 @@ export interface OrganizationProps {
   rateLimitPerMinute: number | null;
   /** Users the organization may have (operators set it, within the license's seats); null: no quota of its own. */
   seatQuota: number | null;
+  /** Days its executions and runs are kept (operators set it, within HISTORY_RETENTION_DAYS); null: its tier's default. */
+  historyRetentionDays: number | null;
   createdAt: Date;
+}
+
+/** Days an organization keeps its executions and runs: its own setting or its tier's default, within the instance's cap. */
+export function historyRetentionDays(tier: Tier, own: number | null, capDays: number): number {
+  return Math.min(own ?? TIER_HISTORY_RETENTION_DAYS[tier], capDays);
 }
 
 /** The tenant. Every resource row belongs to exactly one organization. */
@@ -30,7 +37,7 @@ export class Organization {
         { path: 'tier', message: `tier must be one of ${TIERS.join(', ')}` },
       ]);
     }
-    return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, seatQuota: null, createdAt: new Date() });
+    return new Organization({ id: randomUUID(), ...input, rateLimitPerMinute: null, seatQuota: null, historyRetentionDays: null, createdAt: new Date() });
   }
 
   static rehydrate(props: OrganizationProps): Organization {
@@ -54,6 +61,19 @@ export class Organization {
   }
   get seatQuota() {
     return this.props.seatQuota;
+  }
+
+  get historyRetentionDays() {
+    return this.props.historyRetentionDays;
+  }
+
+  /** Days its executions and runs are kept: its own setting or its tier's default, within the instance's cap. */
+  historyRetention(capDays: number): number {
+    return historyRetentionDays(this.props.tier, this.props.historyRetentionDays, capDays);
+  }
+
+  setHistoryRetention(days: number | null): void {
+    this.props = { ...this.props, historyRetentionDays: days };
   }
 
   setSeatQuota(seats: number | null): void {

@@ -11,5 +11,7 @@ export class OrganizationRow {
   @Column('varchar', { length: 16 }) tier!: Tier;
   @Column('integer', { name: 'rate_limit_per_minute', nullable: true }) rateLimitPerMinute!: number | null;
   @Column('integer', { name: 'seat_quota', nullable: true }) seatQuota!: number | null;
+  /** Days its executions and runs are kept (within HISTORY_RETENTION_DAYS); null: its tier's default. */
+  @Column('integer', { name: 'history_retention_days', nullable: true }) historyRetentionDays!: number | null;
   @Column('timestamp with time zone', { name: 'created_at', precision: 3 }) createdAt!: Date;
 }

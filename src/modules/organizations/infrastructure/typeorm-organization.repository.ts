@@ -46,8 +46,8 @@ export class TypeOrmOrganizationRepository extends OrganizationRepository {
   }
 
   async update(organization: Organization): Promise<void> {
-    const { id, name, tier, rateLimitPerMinute, seatQuota } = organization.toProps();
-    await this.rows.update({ id }, { name, tier, rateLimitPerMinute, seatQuota });
+    const { id, name, tier, rateLimitPerMinute, seatQuota, historyRetentionDays } = organization.toProps();
+    await this.rows.update({ id }, { name, tier, rateLimitPerMinute, seatQuota, historyRetentionDays });
   }
 
   count(): Promise<number> {

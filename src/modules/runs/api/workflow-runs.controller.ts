@@ -38,7 +38,7 @@ export class WorkflowRunsController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Same key and body within 24 h: the same run' })
   @ApiOkResponse({ type: RunWithStepsResponse })
   @ApiAcceptedResponse({ type: RunWithStepsResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED')
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'WORKFLOW_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED', 'PAYLOAD_TOO_LARGE')
   async run(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,

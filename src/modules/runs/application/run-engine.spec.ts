@@ -325,6 +325,10 @@ describe('RunEngine', () => {
     expect(runs.stepWrites('a')[1]).toMatchObject({ error: { code: 'UPSTREAM_ERROR' }, resumeAt: waits[0] });
     expect(waits).toHaveLength(2);
     expect(capability.callsOf('a')).toHaveLength(3);
+    // The input is written once, with the first attempt; the writes after it leave it where it is (a large one is not
+    // copied again), and every attempt, resumed from the record, gets it.
+    expect(runs.stepWrites('a').map((w) => w.input)).toEqual([{ n: 1, go: false }, undefined, undefined, undefined, undefined, undefined]);
+    expect(capability.callsOf('a').map((c) => c.input)).toEqual([1, 2, 3].map(() => ({ n: 1, go: false })));
   });
 
   it('fails the step with its last error once the attempts are used up', async () => {

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { INPUT_BODY_LIMIT_BYTES } from '../../../config/app-config';
 import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { Coalescer } from '../../../shared/batching/coalescer';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
@@ -14,11 +14,12 @@ import { RunJobs } from './run-jobs';
 import { StepAnswer, StepContext, StepScope } from './steps/step-kind';
 import { retryWait } from './steps/retry';
 import { StepKinds } from './steps/step-kinds';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 /** Steps of one run in flight at once. */
 const MAX_PARALLEL_STEPS = 8;
-/** Largest value an expression (input, if, output) may produce, as JSON: the request body limit. */
-const MAX_EXPRESSION_OUTPUT_BYTES = 1024 * 1024;
+/** Largest value an expression (input, if, output) may produce, as JSON: the limit of a run's body, so an input passes whole. */
+const MAX_EXPRESSION_OUTPUT_BYTES = INPUT_BODY_LIMIT_BYTES;
 
 type StepResult =
   { status: 'succeeded'; output: unknown } | { status: 'failed'; error: Failure } | { status: 'skipped' | 'canceled' | 'waiting' };
@@ -305,7 +306,15 @@ export class RunEngine implements OnModuleInit {
       }
     }
 
-    const executionId = kind.keepsExecution ? (record?.executionId ?? randomUUID()) : null;
+    // The input goes with the step's first write (a resumed step's is on record): later writes carry the
+    // same value, so they leave it where it is, and a large input is not copied again at each attempt or wait.
+    let inputWritten = resuming;
+    const withInput = () => {
+      const change = inputWritten ? {} : { input };
+      inputWritten = true;
+      return change;
+    };
+    const executionId = kind.keepsExecution ? (record?.executionId ?? timeOrderedId()) : null;
     const context = (attempt: number): StepContext => ({
       run,
       step,
@@ -329,13 +338,14 @@ export class RunEngine implements OnModuleInit {
     for (let attempt = (record?.attempts ?? 0) + 1; ; attempt++) {
       // A step that calls out counts its attempts; a sleep resuming is the same attempt.
       const counted = kind.callsOut || !resuming ? attempt : (record?.attempts ?? 1);
-      if (kind.callsOut && !(await write({ status: 'running', attempts: counted, input, executionId }))) return { status: 'canceled' };
+      if (kind.callsOut && !(await write({ status: 'running', attempts: counted, ...withInput(), executionId })))
+        return { status: 'canceled' };
       const answer: StepAnswer = await kind.run(context(counted));
       const child = answer.childRunId ? { childRunId: answer.childRunId } : {};
       if (answer.status === 'waiting') {
         if (!answer.resumeAt || kind.answered) state.checked.add(step.id);
         const waitingFor = answer.waitingFor ? { waitingFor: answer.waitingFor } : {};
-        return (await write({ status: 'waiting', attempts: counted, input, resumeAt: answer.resumeAt, ...child, ...waitingFor }))
+        return (await write({ status: 'waiting', attempts: counted, ...withInput(), resumeAt: answer.resumeAt, ...child, ...waitingFor }))
           ? { status: 'waiting' }
           : { status: 'canceled' };
       }
@@ -347,7 +357,7 @@ export class RunEngine implements OnModuleInit {
           return (await write({
             status: 'waiting',
             attempts: counted,
-            input,
+            ...withInput(),
             executionId,
             error: outcome.error,
             resumeAt: new Date(Date.now() + wait),

@@ -24,6 +24,7 @@ import { RunJobs, runJobOptions } from './run-jobs';
 import { StepKinds } from './steps/step-kinds';
 import { ChildRuns } from './steps/workflow.step';
 import { workflowNotFound, WorkflowsService } from '../../workflows/application/workflows.service';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 export interface RunRequest {
   workflowId: string;
@@ -254,7 +255,7 @@ export class RunsService implements ChildRuns {
     const timeoutMs = definition.timeoutMs ?? WORKFLOW_LIMITS.runTimeoutMs.default;
     return {
       record: {
-        id: request.runId ?? randomUUID(),
+        id: request.runId ?? timeOrderedId(),
         organizationId,
         workflowId: request.workflowId,
         workflowVersion: version,

@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { DurableTable, withAlongside } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
+import { ReadDatabase } from '../../../database/read-database';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { Run, RunItem, RunStatus, StepRun, StepStatus } from '../domain/run';
 import { JobRef } from '../../../shared/jobs/job-ref';
@@ -85,7 +86,10 @@ const END_ITEMS = (runs: string) =>
 /** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
 @Injectable()
 export class TypeOrmRunRepository extends RunRepository {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly reads: ReadDatabase,
+  ) {
     super();
   }
 
@@ -152,10 +156,11 @@ export class TypeOrmRunRepository extends RunRepository {
     return row ? (await this.withSteps([row]))[0] : null;
   }
 
+  /** From the read replica when there is one (ReadDatabase): a page of history may lag. */
   async history(organizationId: string, page: PageRequest, filter: HistoryFilter): Promise<Page<Run>> {
     const scope = { organization_id: organizationId, ...(filter.workflowId ? { workflow_id: filter.workflowId } : {}) };
     const { tail, params } = keysetSql(scope, filter, page);
-    const rows = await this.query<RawRun>(`SELECT * FROM workflow_runs ${tail}`, params);
+    const rows = await this.reads.manager.query<RawRun[]>(`SELECT * FROM workflow_runs ${tail}`, params);
     return toPage(
       rows.map((r) => toRun(r, [])),
       page.limit,
@@ -261,10 +266,11 @@ export class TypeOrmRunRepository extends RunRepository {
   }
 
   async cancel(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
-    const [row] = await this.query<RawRun>(
+    // RETURNING id: the run is read whole once, after the statement (input and output are not read twice).
+    const [row] = await this.query<{ id: string }>(
       `WITH canceled AS (
          UPDATE workflow_runs SET status = 'canceled', finished_at = now(), error = $4
-         WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING *
+         WHERE organization_id = $1 AND workflow_id = $2 AND id = $3 AND ${UNFINISHED} RETURNING id
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
          FROM canceled c WHERE s.run_id = c.id AND ${OPEN_STEPS}

@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { isUUID } from 'class-validator';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
-import { JobReconciler } from '../../../queue/job-reconciler';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { assertStorableText, depthExceeds, MAX_JSON_DEPTH } from '../../../shared/http/request-body';
@@ -16,6 +14,7 @@ import { Trigger } from '../domain/trigger';
 import { TriggerEvent, TriggerEventRepository, TriggerRepository } from '../domain/trigger.repository';
 import { RunRepository } from '../../runs/domain/run.repository';
 import { RunsService } from '../../runs/application/runs.service';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 /** A request to a hook as it arrived. */
 export interface HookRequest {
@@ -73,10 +72,8 @@ export class Hooks {
     private readonly sandbox: ExpressionSandbox,
     private readonly limits: RateLimits,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    reconciler: JobReconciler,
     metrics: Metrics,
   ) {
-    reconciler.addChore(() => this.purge());
     this.received = new Counter({
       name: 'workflow_trigger_requests_total',
       help: 'Requests to inbound webhook triggers that were authenticated, by outcome (started, duplicate, refused)',
@@ -129,12 +126,12 @@ export class Hooks {
     meta: { source: string; dedupeKey: string | null; replayOf: string | null },
   ): Promise<HookAnswer> {
     const event: TriggerEvent = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       triggerId: trigger.id,
       organizationId: trigger.organizationId,
       createdAt: new Date(),
       status: 'started',
-      runId: randomUUID(),
+      runId: timeOrderedId(),
       error: null,
       ...meta,
       ...request,
@@ -164,11 +161,6 @@ export class Hooks {
       this.received.inc({ outcome: 'refused' });
       throw error;
     }
-  }
-
-  /** Deletes events older than the retention (TRIGGER_EVENT_RETENTION_DAYS); a chore of the reconciler. */
-  purge(now = new Date()): Promise<number> {
-    return this.events.purge(new Date(now.getTime() - this.config.triggers.eventRetentionDays * 86_400_000));
   }
 
   private async map(trigger: Trigger, request: StoredRequest): Promise<unknown> {

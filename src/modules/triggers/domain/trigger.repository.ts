@@ -52,6 +52,4 @@ export abstract class TriggerEventRepository {
   abstract find(organizationId: string, triggerId: string, id: string): Promise<TriggerEvent | null>;
   /** Newest first, without the requests' contents. */
   abstract list(organizationId: string, triggerId: string, page: PageRequest): Promise<Page<TriggerEventSummary>>;
-  /** Deletes events received before `before`; answers how many. */
-  abstract purge(before: Date): Promise<number>;
 }

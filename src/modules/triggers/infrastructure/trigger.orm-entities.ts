@@ -63,10 +63,13 @@ export class WorkflowTriggerRow {
   @Column('timestamp with time zone', { name: 'updated_at', precision: 3 }) updatedAt!: Date;
 }
 
-/** A request a trigger received and authenticated; a dedupe key is the trigger's once. */
+/**
+ * A request a trigger received and authenticated; a dedupe key is the trigger's once, for as
+ * long as its event is kept. The table is partitioned by id (HistoryPartitions): each partition
+ * has its own unique index of the dedupe keys, and the insert locks the key for the rest.
+ */
 @Entity('workflow_trigger_events')
 @Index('workflow_trigger_events_trigger_created_idx', ['triggerId', 'createdAt', 'id'])
-@Index('workflow_trigger_events_dedupe_key', ['triggerId', 'dedupeKey'], { unique: true, where: 'dedupe_key IS NOT NULL' })
 @Index('workflow_trigger_events_created_idx', ['createdAt'])
 export class TriggerEventRow {
   @PrimaryColumn('uuid') id!: string;

@@ -1,9 +1,9 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { LessThan } from 'typeorm';
 import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
+import { ReadDatabase } from '../../../database/read-database';
 import { openSecrets, sealSecrets } from '../../../shared/crypto/rotating-secrets';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
@@ -120,7 +120,10 @@ const SUMMARY: Array<keyof TriggerEventRow> = [
 
 @Injectable()
 export class TypeOrmTriggerEventRepository extends TriggerEventRepository {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly reads: ReadDatabase,
+  ) {
     super();
   }
 
@@ -129,11 +132,19 @@ export class TypeOrmTriggerEventRepository extends TriggerEventRepository {
   }
 
   async insert(event: TriggerEvent): Promise<boolean> {
+    // A dedupe key is unique within each week's partition by its index; across partitions, the
+    // insert holds the key's lock until commit and looks for an earlier event with it.
+    if (event.dedupeKey !== null) {
+      await this.txHost.tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`${event.triggerId}/${event.dedupeKey}`]);
+    }
     // Plain SQL: every accepted hook request writes one.
     const rows: unknown[] = await this.txHost.tx.query(
       `INSERT INTO workflow_trigger_events
          (id, trigger_id, organization_id, created_at, source, status, run_id, dedupe_key, error, replay_of, headers, query, body)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       SELECT $1::uuid, $2::uuid, $3::uuid, $4::timestamptz, $5::varchar, $6::varchar, $7::uuid, $8::varchar, $9::text, $10::uuid,
+              $11::jsonb, $12::jsonb, $13::jsonb
+        WHERE $8::varchar IS NULL
+           OR NOT EXISTS (SELECT 1 FROM workflow_trigger_events WHERE trigger_id = $2::uuid AND dedupe_key = $8::varchar)
        ON CONFLICT DO NOTHING RETURNING id`,
       [
         event.id,
@@ -162,15 +173,13 @@ export class TypeOrmTriggerEventRepository extends TriggerEventRepository {
     return this.rows.findOneBy({ organizationId, triggerId, id });
   }
 
+  /** From the read replica when there is one (ReadDatabase): a page of events may lag. */
   async list(organizationId: string, triggerId: string, page: PageRequest): Promise<Page<TriggerEventSummary>> {
-    const qb = this.rows
+    const qb = this.reads.manager
+      .getRepository(TriggerEventRow)
       .createQueryBuilder('e')
       .select(SUMMARY.map((column) => `e.${column}`))
       .where('e.organizationId = :organizationId AND e.triggerId = :triggerId', { organizationId, triggerId });
     return toPage(await keysetPage(qb, page).getMany(), page.limit, (row) => row);
-  }
-
-  async purge(before: Date): Promise<number> {
-    return (await this.rows.delete({ createdAt: LessThan(before) })).affected ?? 0;
   }
 }

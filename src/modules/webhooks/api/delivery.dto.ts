@@ -4,7 +4,7 @@ import { FailureResponse } from '../../../shared/http/failure.response';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
 import { DeliveryDetail, TestDelivery } from '../application/deliveries.service';
-import { DeliveryAttempt, MessageStatus, WebhookMessage } from '../domain/message';
+import { DeliveryAttempt, MessageStatus, MessageSummary } from '../domain/message';
 
 /** A message's status as the API shows it: queued and running are `pending`. */
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'skipped'] as const;
@@ -50,7 +50,7 @@ export class DeliveryResponse {
   @ApiProperty({ type: String, nullable: true, description: 'When a pending message is tried again' }) nextAttemptAt!: string | null;
   @ApiProperty({ type: FailureResponse, nullable: true, description: 'The last failure' }) error!: FailureResponse | null;
 
-  static of(message: WebhookMessage): DeliveryResponse {
+  static of(message: MessageSummary): DeliveryResponse {
     return {
       id: message.id,
       type: message.type,

@@ -8,10 +8,11 @@ import { JobQueue } from '../../../queue/job-queue';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { WebhookEndpoint } from '../domain/endpoint';
-import { DeliveryAttempt, messagePayload, WebhookMessage } from '../domain/message';
+import { DeliveryAttempt, messagePayload, MessageSummary, WebhookMessage } from '../domain/message';
 import { DeliveryFilter, MessageRepository } from '../domain/webhook.repository';
 import { DELIVERY_JOB_OPTIONS, DeliveryJobs } from './delivery-jobs';
 import { WebhooksService } from './webhooks.service';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 export const RECOVER_QUEUE = 'webhook-recover';
 /** Messages requeued per transaction by a recover. */
@@ -61,7 +62,7 @@ export class DeliveriesService implements OnModuleInit {
     this.queue.register<RecoverJob>({ name: RECOVER_QUEUE, batchSize: 1, handler: (jobs) => jobs.map((job) => this.recoverJob(job)) });
   }
 
-  async list(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>> {
+  async list(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<MessageSummary>> {
     await this.webhooks.get(organizationId, endpointId);
     return this.messages.history(organizationId, endpointId, page, filter);
   }
@@ -124,14 +125,14 @@ export class DeliveriesService implements OnModuleInit {
 
   /** Back to `queued` on a new job, in one transaction; null when the message is not final. */
   @Transactional()
-  private async requeue(message: WebhookMessage): Promise<WebhookMessage | null> {
+  private async requeue(message: Pick<MessageSummary, 'id'>): Promise<WebhookMessage | null> {
     const requeued = await this.messages.requeue(message.id, randomUUID());
     if (requeued) await this.deliveries.send(requeued, DELIVERY_JOB_OPTIONS);
     return requeued;
   }
 
   @Transactional()
-  private async requeuePage(messages: WebhookMessage[]): Promise<void> {
+  private async requeuePage(messages: MessageSummary[]): Promise<void> {
     for (const message of messages) await this.requeue(message);
   }
 
@@ -139,7 +140,7 @@ export class DeliveriesService implements OnModuleInit {
   private async enqueueTest(endpoint: WebhookEndpoint): Promise<WebhookMessage> {
     const now = new Date();
     const message: WebhookMessage = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       organizationId: endpoint.organizationId,
       endpointId: endpoint.id,
       type: 'webhook.test',
@@ -181,7 +182,7 @@ export class DeliveriesService implements OnModuleInit {
    * transaction. Safe to run again (a retried job): requeue moves only final messages.
    */
   private async resend(endpointId: string, since: Date, lease: AbortSignal): Promise<void> {
-    let after: WebhookMessage | undefined;
+    let after: MessageSummary | undefined;
     for (;;) {
       if (lease.aborted) throw new Error('The lease ran out');
       const page = await this.messages.failedSince(endpointId, since, RECOVER_PAGE, after);

@@ -7,6 +7,7 @@ import { subscribesTo } from '../domain/endpoint';
 import { messagePayload, WebhookMessage } from '../domain/message';
 import { EndpointRepository, MessageRepository } from '../domain/webhook.repository';
 import { DELIVERY_JOB_OPTIONS, DELIVERY_QUEUE, deliveryJobData } from './delivery-jobs';
+import { timeOrderedId } from '../../../shared/ids/time-ordered-id';
 
 /**
  * The outbox: in the transaction of the change that raised them, each event becomes one
@@ -34,7 +35,7 @@ export class WebhookOutbox extends EventOutbox {
       endpoints
         .filter((endpoint) => endpoint.organizationId === event.organizationId && subscribesTo(endpoint, event.type))
         .map((endpoint) => ({
-          id: randomUUID(),
+          id: timeOrderedId(),
           organizationId: event.organizationId,
           endpointId: endpoint.id,
           type: event.type,

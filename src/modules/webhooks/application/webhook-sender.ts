@@ -3,7 +3,6 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
-import { JobReconciler } from '../../../queue/job-reconciler';
 import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { EventOutbox } from '../../../shared/events/event-outbox';
 import { Coalescer } from '../../../shared/batching/coalescer';
@@ -48,7 +47,6 @@ export class WebhookSender implements OnModuleInit {
     private readonly outbox: EventOutbox,
     private readonly http: OutboundHttp,
     private readonly config: AppConfig,
-    private readonly reconciler: JobReconciler,
     metrics: Metrics,
   ) {
     this.attemptLog = new Coalescer(async (attempts) => {
@@ -91,8 +89,6 @@ export class WebhookSender implements OnModuleInit {
 
   onModuleInit(): void {
     this.deliveries.work((started, signals) => this.deliver(started, signals));
-    // The delivery log keeps finished messages for WEBHOOK_LOG_RETENTION_DAYS.
-    this.reconciler.addChore(() => this.messages.purge(new Date(Date.now() - this.config.webhooks.logRetentionDays * DAY_MS)));
   }
 
   async deliver({ message, endpoint }: StartedDelivery, { lease }: RunSignals): Promise<RunResult> {

@@ -20,6 +20,13 @@ export interface WebhookMessage {
   finishedAt: Date | null;
 }
 
+/**
+ * A message without its payload: what the delivery log lists and a recover pages through. The
+ * payload (the event's data, inputs included, so up to a few MiB) is read by a start, to send
+ * it, and by one message's GET, never by a page of many.
+ */
+export type MessageSummary = Omit<WebhookMessage, 'payload'>;
+
 /** One try at delivering a message, as the delivery log shows it. */
 export interface DeliveryAttempt {
   id: string;

@@ -2,7 +2,7 @@ import { KeysetPosition, Page, PageRequest } from '../../../shared/pagination/cu
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { EndpointSubscription, WebhookEndpoint } from './endpoint';
-import { DeliveryAttempt, MessageStatus, WebhookMessage } from './message';
+import { DeliveryAttempt, MessageStatus, MessageSummary, WebhookMessage } from './message';
 
 export abstract class EndpointRepository {
   abstract insert(endpoint: WebhookEndpoint): Promise<void>;
@@ -63,14 +63,13 @@ export abstract class MessageRepository {
   abstract requeue(id: string, toJobId: string): Promise<WebhookMessage | null>;
   /**
    * Failed or skipped messages of the endpoint created at or after `since`, oldest first; after
-   * `after` (the last of the previous page), so a page requeued and failed again is not read twice.
+   * `after` (the last of the previous page), so a page requeued and failed again is not read twice. Without payloads.
    */
-  abstract failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<WebhookMessage[]>;
-  abstract history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>>;
+  abstract failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<MessageSummary[]>;
+  /** The endpoint's delivery log, newest first, without payloads. */
+  abstract history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<MessageSummary>>;
   abstract addAttempts(attempts: DeliveryAttempt[]): Promise<void>;
   abstract attempts(messageId: string): Promise<DeliveryAttempt[]>;
   /** Pending messages by state: `due` (waiting for a worker), `retry` (waiting for a later attempt), `running`. */
   abstract pendingByState(): Promise<Record<'due' | 'retry' | 'running', number>>;
-  /** Forgets messages finished before `before`; answers how many. */
-  abstract purge(before: Date): Promise<number>;
 }

@@ -3,10 +3,11 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { DurableTable, rowsOf } from '../../../database/durable-table';
 import { keysetSql } from '../../../database/keyset';
+import { ReadDatabase } from '../../../database/read-database';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { KeysetPosition, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { DeliveryAttempt, MessageStatus, WebhookMessage } from '../domain/message';
+import { DeliveryAttempt, MessageStatus, MessageSummary, WebhookMessage } from '../domain/message';
 import { DeliveryFilter, EndpointRepository, MessageRepository, StartedDelivery, UnfinishedMessage } from '../domain/webhook.repository';
 
 interface RawMessage {
@@ -28,6 +29,10 @@ const MESSAGES = new DurableTable('webhook_messages', 'text');
 const UNFINISHED = MESSAGES.unfinished;
 const COLUMNS =
   'id, organization_id, endpoint_id, type, payload, status, attempts, job_id, error, next_attempt_at, created_at, finished_at';
+/** All but the payload: a page of many messages never reads (so never detoasts) their payloads. */
+const SUMMARY_COLUMNS = COLUMNS.split(', ')
+  .filter((column) => column !== 'payload')
+  .join(', ');
 /** What an outcome is recorded as: a delivery canceled because its endpoint is disabled is `skipped`. */
 const FINAL_STATUS: Record<Outcome['status'], MessageStatus> = {
   succeeded: 'succeeded',
@@ -42,6 +47,7 @@ export class TypeOrmMessageRepository extends MessageRepository {
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly endpoints: EndpointRepository,
+    private readonly reads: ReadDatabase,
   ) {
     super();
   }
@@ -169,17 +175,18 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return row ? toMessage(row) : null;
   }
 
-  async failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<WebhookMessage[]> {
-    const rows = await this.query<RawMessage>(
-      `SELECT ${COLUMNS} FROM webhook_messages WHERE endpoint_id = $1 AND status IN ('failed', 'skipped') AND created_at >= $2
+  async failedSince(endpointId: string, since: Date, limit: number, after?: KeysetPosition): Promise<MessageSummary[]> {
+    const rows = await this.query<RawSummary>(
+      `SELECT ${SUMMARY_COLUMNS} FROM webhook_messages WHERE endpoint_id = $1 AND status IN ('failed', 'skipped') AND created_at >= $2
        AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::text))
        ORDER BY created_at, id LIMIT $3`,
       [endpointId, since, limit, after?.createdAt ?? null, after?.id ?? null],
     );
-    return rows.map(toMessage);
+    return rows.map(toSummary);
   }
 
-  async history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<WebhookMessage>> {
+  /** From the read replica when there is one (ReadDatabase): a page of the log may lag. */
+  async history(organizationId: string, endpointId: string, page: PageRequest, filter: DeliveryFilter): Promise<Page<MessageSummary>> {
     const pending = filter.status === 'pending';
     const { tail, params } = keysetSql(
       { organization_id: organizationId, endpoint_id: endpointId },
@@ -187,8 +194,8 @@ export class TypeOrmMessageRepository extends MessageRepository {
       page,
     );
     const where = pending ? tail.replace('WHERE ', `WHERE ${UNFINISHED} AND `) : tail;
-    const rows = await this.query<RawMessage>(`SELECT ${COLUMNS} FROM webhook_messages ${where}`, params);
-    return toPage(rows.map(toMessage), page.limit, (m) => m);
+    const rows = await this.reads.manager.query<RawSummary[]>(`SELECT ${SUMMARY_COLUMNS} FROM webhook_messages ${where}`, params);
+    return toPage(rows.map(toSummary), page.limit, (m) => m);
   }
 
   async retryNow(endpointId: string): Promise<string[]> {
@@ -256,31 +263,24 @@ export class TypeOrmMessageRepository extends MessageRepository {
     return counts;
   }
 
-  async purge(before: Date): Promise<number> {
-    const [{ count }] = await this.query<{ count: string }>(
-      `WITH gone AS (
-         DELETE FROM webhook_messages WHERE ctid IN (
-           SELECT ctid FROM webhook_messages WHERE NOT ${UNFINISHED} AND finished_at < $1 LIMIT 1000)
-         RETURNING 1
-       ) SELECT count(*) AS count FROM gone`,
-      [before],
-    );
-    return Number(count);
-  }
-
   /** Rows of a SELECT, or of an UPDATE/DELETE ... RETURNING (which TypeORM answers as [rows, count]). */
   private query<T = unknown>(sql: string, params: unknown[]): Promise<T[]> {
     return rowsOf<T>(this.txHost.tx, sql, params);
   }
 }
 
+type RawSummary = Omit<RawMessage, 'payload'>;
+
 function toMessage(r: RawMessage): WebhookMessage {
+  return { ...toSummary(r), payload: r.payload };
+}
+
+function toSummary(r: RawSummary): MessageSummary {
   return {
     id: r.id,
     organizationId: r.organization_id,
     endpointId: r.endpoint_id,
     type: r.type,
-    payload: r.payload,
     status: r.status,
     attempts: r.attempts,
     jobId: r.job_id,

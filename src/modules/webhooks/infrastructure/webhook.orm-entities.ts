@@ -44,8 +44,9 @@ export class WebhookMessageRow {
 @Entity('webhook_attempts')
 @Index('webhook_attempts_message_idx', ['messageId', 'attemptedAt'])
 export class WebhookAttemptRow {
-  @PrimaryColumn('uuid') id!: string;
-  @Column('text', { name: 'message_id' }) messageId!: string;
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_webhook_attempts' }) id!: string;
+  /** In the primary key: the attempts are partitioned by their message's id. */
+  @PrimaryColumn('text', { name: 'message_id', primaryKeyConstraintName: 'PK_webhook_attempts' }) messageId!: string;
   @ManyToOne(() => WebhookMessageRow, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'message_id' }) message?: WebhookMessageRow;
   @Column('timestamp with time zone', { name: 'attempted_at', precision: 3 }) attemptedAt!: Date;
   @Column('integer', { name: 'status_code', nullable: true }) statusCode!: number | null;

@@ -1,3 +1,4 @@
+import { INPUT_BODY_LIMIT_BYTES } from '../../../../config/app-config';
 import type { ExpressionSandbox } from '../../../../shared/expressions/expression-sandbox';
 import { ExpressionFailure } from '../../../../shared/expressions/expression-sandbox';
 import { expressionProblem } from '../../../../shared/expressions/expression-check';
@@ -6,8 +7,8 @@ import { Capability, CapabilityManifest, ExecutionError, Plugin } from '../../do
 /** What the transform plugin needs of the sandbox; `ExpressionSandbox` satisfies it. */
 export type ExpressionEvaluator = Pick<ExpressionSandbox, 'evaluate'>;
 
-/** Largest output a transform may produce, serialized (1 MiB). */
-export const MAX_OUTPUT_BYTES = 1024 * 1024;
+/** Largest output a transform may produce, serialized: the limit of an execute's body (2 MiB), so an input passes whole. */
+export const MAX_OUTPUT_BYTES = INPUT_BODY_LIMIT_BYTES;
 
 interface JsonataConfig {
   expression: string;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Coalescer } from '../../../../shared/batching/coalescer';
 import { canceled, Failure, failed, Outcome } from '../../../../shared/jobs/outcome';
@@ -13,6 +12,7 @@ import { RunItem } from '../../domain/run';
 import { ItemWrite, RunRepository } from '../../domain/run.repository';
 import { retryWait } from './retry';
 import { StepAnswer, StepContext, StepKind, StepScope } from './step-kind';
+import { timeOrderedId } from '../../../../shared/ids/time-ordered-id';
 
 /** The kinds a map's step may be: those that run on their own. */
 const INNER_KINDS = ['agent', 'action', 'sleep'];
@@ -154,7 +154,7 @@ export class MapStep implements StepKind {
       }
       input = evaluated.value;
     }
-    const executionId = kind.keepsExecution ? (item.executionId ?? randomUUID()) : null;
+    const executionId = kind.keepsExecution ? (item.executionId ?? timeOrderedId()) : null;
     const resuming = item.status === 'waiting';
     const itemContext = (attempt: number): StepContext => ({
       ...context,

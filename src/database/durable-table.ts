@@ -58,10 +58,14 @@ export class DurableTable {
     this.unfinished = waits ? `status IN ('queued', 'running', 'waiting')` : ON_A_JOB;
   }
 
-  /** The guard of a start (`$1` ids, `$2` job ids: `startParams`): unfinished, and on the job that asks. */
+  /**
+   * The guard of a start (`$1` ids, `$2` job ids: `startParams`): unfinished, and on the job that
+   * asks. `id = ANY($1)` besides the pairs: the planner prunes a partitioned table's partitions
+   * by it, not by the pairs' subquery.
+   */
   startedBy(alias = ''): string {
     const a = alias ? `${alias}.` : '';
-    return `(${a}id, ${a}job_id) IN (SELECT * FROM unnest($1::${this.idType}[], $2::uuid[])) AND ${a}${this.unfinished}`;
+    return `(${a}id, ${a}job_id) IN (SELECT * FROM unnest($1::${this.idType}[], $2::uuid[])) AND ${a}id = ANY($1::${this.idType}[]) AND ${a}${this.unfinished}`;
   }
 
   startParams(jobs: JobRef[]): [string[], string[]] {

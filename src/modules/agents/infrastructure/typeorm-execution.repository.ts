@@ -136,10 +136,11 @@ export class TypeOrmExecutionRepository extends ExecutionRepository {
        done AS (
          UPDATE agent_executions e
          SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
-         FROM outcome o WHERE e.id = o.id AND e.status = 'running'
+         FROM outcome o WHERE e.id = o.id AND e.status = 'running' AND e.id = ANY($2::uuid[])
          RETURNING e.*
        ) SELECT * FROM done`,
-      [JSON.stringify(input)],
+      // The ids again, as an array: the planner prunes the partitions by it (not by the JSON's).
+      [JSON.stringify(input), input.map((o) => o.id)],
     );
     const byId = new Map(rows.map((row) => [row.id, toExecution(row)]));
     return outcomes.map(({ id }) => byId.get(id) ?? null);

@@ -79,9 +79,19 @@ const OPEN_STEPS = `s.status IN ('pending', 'running', 'waiting')`;
 /** Items of a run that ends and are not final: canceled. */
 /** Runs of a workflow's key that hold a place (`$1` workflow, `$2` key): in progress, or queued on a job of their own. */
 const HOLDS_PLACE = `workflow_id = $1 AND concurrency_key = $2 AND status IN ('queued', 'running', 'waiting') AND NOT waits_for_place`;
-const END_ITEMS = (runs: string) =>
+const END_ITEMS = (runs: string, ids?: string) =>
   `UPDATE workflow_run_items i SET status = 'canceled', resume_at = NULL, finished_at = now()
-   FROM ${runs} e WHERE i.run_id = e.id AND i.status IN ('pending', 'running', 'waiting')`;
+   FROM ${runs} e WHERE i.run_id = e.id AND i.status IN ('pending', 'running', 'waiting')${ids ? ` AND i.run_id = ANY(${ids}::uuid[])` : ''}`;
+
+/**
+ * The ids a batched statement touches, as a parameter of their own beside the JSON of its rows:
+ * `... AND r.id = ANY($n)` lets the planner prune the history partitions to those that hold
+ * them (a join on the JSON's ids alone plans every partition, which doubled these statements'
+ * planning).
+ */
+function runIds(ids: string[]): string[] {
+  return [...new Set(ids)];
+}
 
 /** Plain SQL: every change is one guarded statement, and concurrent runs' step writes share one. */
 @Injectable()
@@ -211,8 +221,8 @@ export class TypeOrmRunRepository extends RunRepository {
            waiting_for = NULLIF(w.waiting_for, 'null'::jsonb),
            started_at = CASE WHEN w.status IN ('running', 'waiting') THEN COALESCE(s.started_at, now()) ELSE s.started_at END,
            finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
-         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
-         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND ${OPEN_STEPS}
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running' AND r.id = ANY($2::uuid[])
+         WHERE s.run_id = w.run_id AND s.step_id = w.step_id AND ${OPEN_STEPS} AND s.run_id = ANY($2::uuid[])
          RETURNING s.run_id, s.step_id
        ) SELECT * FROM done`,
       [
@@ -233,6 +243,7 @@ export class TypeOrmRunRepository extends RunRepository {
             waiting_for: w.waitingFor ?? null,
           })),
         ),
+        runIds(writes.map((w) => w.runId)),
       ],
     );
     const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}`));
@@ -245,11 +256,11 @@ export class TypeOrmRunRepository extends RunRepository {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, output jsonb, error jsonb)
        ), finished AS (
          UPDATE workflow_runs r SET status = o.status, output = o.output, error = NULLIF(o.error, 'null'::jsonb), finished_at = now()
-         FROM o WHERE r.id = o.id AND r.status = 'running' RETURNING r.*
+         FROM o WHERE r.id = o.id AND r.status = 'running' AND r.id = ANY($2::uuid[]) RETURNING r.*
        ), steps AS (
          UPDATE workflow_run_steps s SET ${END_STEPS}
-         FROM finished f WHERE s.run_id = f.id AND ${OPEN_STEPS}
-       ), items AS (${END_ITEMS('finished')}
+         FROM finished f WHERE s.run_id = f.id AND ${OPEN_STEPS} AND s.run_id = ANY($2::uuid[])
+       ), items AS (${END_ITEMS('finished', '$2')}
        ) SELECT * FROM finished`,
       [
         JSON.stringify(
@@ -259,6 +270,7 @@ export class TypeOrmRunRepository extends RunRepository {
               : { id, status: outcome.status, output: null, error: outcome.error },
           ),
         ),
+        runIds(outcomes.map((o) => o.id)),
       ],
     );
     const runs = new Map((await this.withSteps(rows)).map((r) => [r.id, r]));
@@ -367,8 +379,9 @@ export class TypeOrmRunRepository extends RunRepository {
            resume_at = w.resume_at,
            started_at = COALESCE(i.started_at, now()),
            finished_at = CASE WHEN w.status IN ('pending', 'running', 'waiting') THEN NULL ELSE now() END
-         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running'
+         FROM w JOIN workflow_runs r ON r.id = w.run_id AND r.status = 'running' AND r.id = ANY($2::uuid[])
          WHERE i.run_id = w.run_id AND i.step_id = w.step_id AND i.index = w.index AND i.status IN ('pending', 'running', 'waiting')
+           AND i.run_id = ANY($2::uuid[])
          RETURNING i.run_id, i.step_id, i.index
        ) SELECT * FROM done`,
       [
@@ -385,6 +398,7 @@ export class TypeOrmRunRepository extends RunRepository {
             resume_at: w.resumeAt ?? null,
           })),
         ),
+        runIds(writes.map((w) => w.runId)),
       ],
     );
     const applied = new Set(rows.map((r) => `${r.run_id}:${r.step_id}:${r.index}`));

@@ -117,7 +117,7 @@ export class TypeOrmMessageRepository extends MessageRepository {
     const rows = await this.query<RawMessage>(
       `UPDATE webhook_messages w SET status = o.status, error = NULLIF(o.error, 'null'::jsonb), finished_at = now(), next_attempt_at = NULL
        FROM jsonb_to_recordset($1::jsonb) AS o(id text, status text, error jsonb)
-       WHERE w.id = o.id AND w.status = 'running' RETURNING ${COLUMNS.split(', ')
+       WHERE w.id = o.id AND w.status = 'running' AND w.id = ANY($2::text[]) RETURNING ${COLUMNS.split(', ')
          .map((c) => `w.${c}`)
          .join(', ')}`,
       [
@@ -128,6 +128,8 @@ export class TypeOrmMessageRepository extends MessageRepository {
             error: outcome.status === 'succeeded' ? null : outcome.error,
           })),
         ),
+        // The ids again, as an array: the planner prunes the partitions by it (not by the JSON's).
+        outcomes.map((o) => o.id),
       ],
     );
     const byId = new Map(rows.map((r) => [r.id, toMessage(r)]));

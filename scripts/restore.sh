@@ -82,8 +82,11 @@ if [ "$tables" -eq 0 ]; then
   pg_restore "${options[@]}" --exit-on-error --single-transaction --dbname="$DBNAME" "$file" || failed=true
 else
   # pg_restore --clean drops a partition's constraints before its table, which fails for the
-  # partitions pg-boss attaches (their keys are then inherited). So the drops and the restore
-  # go through psql in one transaction, after detaching the partitions the backup holds.
+  # partitions pg-boss and the history tables attach (their keys are then inherited). So the
+  # drops and the restore go through psql in one transaction, after dropping the partitions the
+  # backup holds (a detached one would keep copies of its keys that pg_restore does not know);
+  # first go the foreign keys that refer to a partitioned table (a history table's parts to
+  # it), which would refuse the drop of a partition they refer to. The restore makes them again.
   partitions=$(pg_restore --list "$file" | awk '$4 == "TABLE" && $5 == "ATTACH" { print $6 "." $7 }' |
     sed "s/'/''/g; s/.*/'&'/" | paste -sd, -)
   {
@@ -92,7 +95,14 @@ DO \$\$
 DECLARE statement text;
 BEGIN
   FOR statement IN
-    SELECT format('ALTER TABLE %s DETACH PARTITION %s', i.inhparent::regclass, i.inhrelid::regclass)
+    SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', k.conrelid::regclass, k.conname)
+    FROM pg_constraint k JOIN pg_class r ON r.oid = k.confrelid
+    WHERE k.contype = 'f' AND r.relkind = 'p' AND k.conparentid = 0
+  LOOP
+    EXECUTE statement;
+  END LOOP;
+  FOR statement IN
+    SELECT format('DROP TABLE %s', i.inhrelid::regclass)
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relispartition AND n.nspname || '.' || c.relname = ANY (ARRAY[${partitions:-NULL}]::text[])
   LOOP

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { partitionName } from '../../src/database/history-partitions';
+import { partitionName, periodStart } from '../../src/database/history-partitions';
 import { HOT_TABLE_AUTOVACUUM, TableMaintenance } from '../../src/database/table-maintenance';
 import { ExecutionsService } from '../../src/modules/agents/application/executions.service';
 import { FINISHED_JOB_SECONDS } from '../../src/queue/job-queue';
@@ -123,9 +123,9 @@ describe('steady tables', () => {
     // What it removed: most of them (counts from the executions above may still arrive meanwhile).
     expect(await dead()).toBeLessThan(deadBefore - 3000);
 
-    // Every partition of a partitioned one (today's included), and the others.
-    const today = partitionName('workflow_runs', Math.floor(Date.now() / 86_400_000) * 86_400_000);
-    const names = ['agent_executions_default', 'workflow_runs_default', today, 'pgboss.job_common'];
+    // Every partition of a partitioned one (this week's included), and the others.
+    const thisWeek = partitionName('workflow_runs', periodStart(Date.now()));
+    const names = ['agent_executions_default', 'workflow_runs_default', thisWeek, 'pgboss.job_common'];
     const tuned = await db.query<Array<{ name: string; options: string[] | null }>>(
       `SELECT t.name, c.reloptions AS options FROM unnest($1::text[]) WITH ORDINALITY AS t(name, n) JOIN pg_class c ON c.oid = to_regclass(t.name) ORDER BY t.n`,
       [names],

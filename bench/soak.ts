@@ -30,11 +30,9 @@
  *   SOAK_PG_BIN             directory of initdb and postgres (the newest /usr/lib/postgresql/<v>/bin)
  *   BENCH_READY_TIMEOUT_SECONDS, WORKER_CONCURRENCY, DB_POOL_SIZE as in the other benchmarks
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,7 +44,6 @@ import {
   createWorkflow,
   field,
   fixed,
-  freePort,
   intFromEnv,
   JsonClient,
   log,
@@ -62,6 +59,7 @@ import {
   verdict,
 } from './support';
 import { HOT_TABLES } from '../src/database/table-maintenance';
+import { Cluster, newestPgBin } from './cluster';
 
 const ROOT = resolve(__dirname, '..');
 const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
@@ -94,93 +92,6 @@ function casesFromEnv(): Case[] {
   const unknown = raw.filter((c) => !CASES.includes(c as Case));
   if (unknown.length) throw new Error(`SOAK_CASES: unknown case(s) ${unknown.join(', ')} (known: ${CASES.join(', ')})`);
   return CASES.filter((c) => raw.includes(c));
-}
-
-function newestPgBin(): string {
-  const base = '/usr/lib/postgresql';
-  const versions = existsSync(base) ? readdirSync(base).filter((v) => /^\d+$/.test(v)) : [];
-  if (!versions.length) throw new Error('No PostgreSQL server binaries in /usr/lib/postgresql: set SOAK_PG_BIN');
-  return join(base, versions.sort((a, b) => Number(b) - Number(a))[0], 'bin');
-}
-
-/** A throwaway PostgreSQL cluster: initdb in a temporary directory, a postmaster on a free port. */
-class Cluster {
-  private readonly dir = mkdtempSync(join(tmpdir(), 'platform-soak-'));
-  private postmaster?: ChildProcess;
-  port = 0;
-
-  constructor(private readonly extra: string[]) {}
-
-  get url(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
-  }
-
-  async start(): Promise<void> {
-    chmodSync(this.dir, 0o777);
-    const data = join(this.dir, 'data');
-    run(join(settings.pgBin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
-    this.port = await freePort();
-    const args = ['-D', data, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', ...this.extra];
-    this.postmaster = spawn(...asPostgres(join(settings.pgBin, 'postgres'), args), { stdio: ['ignore', 'ignore', 'inherit'] });
-    for (let i = 0; i < 100; i++) {
-      const client = new Client({ connectionString: this.url });
-      const up = await client.connect().then(
-        () => true,
-        () => false,
-      );
-      await client.end().catch(() => undefined);
-      if (up) return;
-      await sleep(200);
-    }
-    throw new Error('the benchmark cluster did not start');
-  }
-
-  /** The postmaster's pid (from its pid file: it may run under runuser), for the CPU of its backends. */
-  get pid(): number | undefined {
-    const file = join(this.dir, 'data', 'postmaster.pid');
-    return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
-  }
-
-  async stop(): Promise<void> {
-    const postmaster = this.postmaster;
-    if (postmaster && postmaster.exitCode === null) {
-      const exited = new Promise((resolve) => postmaster.once('exit', resolve));
-      // To the postmaster itself (a fast shutdown): runuser, when it runs it, does not pass signals on.
-      const pid = this.pid;
-      if (pid) process.kill(pid, 'SIGINT');
-      else postmaster.kill('SIGINT');
-      await exited;
-    }
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-/** As root, PostgreSQL runs as the `postgres` user. */
-function asPostgres(command: string, args: string[]): [string, string[]] {
-  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
-}
-
-function run(command: string, args: string[]): void {
-  execFileSync(...asPostgres(command, args), { stdio: ['ignore', 'ignore', 'inherit'] });
-}
-
-/** CPU seconds of a process and its children that are alive (the postmaster's backends). */
-function treeCpuSeconds(rootPid: number): number {
-  const ticks = 100;
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ppid = Number(fields[1]);
-      if (Number(entry) !== rootPid && ppid !== rootPid) continue;
-      total += (Number(fields[11]) + Number(fields[12])) / ticks;
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return total;
 }
 
 function rssMiB(pid: number): number {
@@ -297,7 +208,7 @@ function slope(points: Array<[number, number]>): number {
 }
 
 async function soakCase(kind: Case, interrupted: AbortSignal): Promise<boolean> {
-  const cluster = new Cluster(kind === 'autovacuum-off' ? ['-c', 'autovacuum=off'] : []);
+  const cluster = new Cluster(settings.pgBin, kind === 'autovacuum-off' ? ['-c', 'autovacuum=off'] : []);
   const services = new Services(ENTRY, ROOT);
   const receiver = await startReceiver();
   let db: Client | undefined;
@@ -308,7 +219,7 @@ async function soakCase(kind: Case, interrupted: AbortSignal): Promise<boolean> 
     await admin.connect();
     await admin.query('CREATE DATABASE soak');
     await admin.end();
-    const url = cluster.url.replace(/\/postgres$/, '/soak');
+    const url = cluster.urlOf('soak');
     const credentials = randomCredentials();
     // Webhooks need the team tier: the bootstrap organization is created at the licensed one.
     const license = await throwawayLicense('enterprise');
@@ -356,7 +267,7 @@ async function soakCase(kind: Case, interrupted: AbortSignal): Promise<boolean> 
     let call = 0;
     const started = performance.now();
     let windowStart = new Date();
-    let cpuAtStart = cluster.pid ? treeCpuSeconds(cluster.pid) : 0;
+    let cpuAtStart = cluster.cpuSeconds();
     let owed = 0;
     // Records per tick, and one history read per 4 records: 5 calls per 4 records.
     const callsPerTick = (rate * 5) / 4 / (1000 / TICK_MS);
@@ -382,7 +293,7 @@ async function soakCase(kind: Case, interrupted: AbortSignal): Promise<boolean> 
       const now = new Date();
       if (+now - +windowStart < windowMs) continue;
       services.assertAlive();
-      const cpu = cluster.pid ? treeCpuSeconds(cluster.pid) : 0;
+      const cpu = cluster.cpuSeconds();
       const finished = await finishedBetween(db, windowStart, now);
       const window: Window = {
         minute: Math.round((performance.now() - started) / 60_000),

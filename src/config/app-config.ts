@@ -42,9 +42,16 @@ export class AppConfig {
   readonly expressions: { threads: number; cores: number; heapMb: number; timeLimitMs: number; inline: boolean };
   /**
    * DATABASE_URL, DATABASE_READ_URL (a replica the history lists read from), DATA_DIR (PGlite's
-   * files), DB_POOL_SIZE and DB_VACUUM_INTERVAL_SECONDS.
+   * files), DB_POOL_SIZE, DB_STATEMENT_CACHE and DB_VACUUM_INTERVAL_SECONDS.
    */
-  readonly database: { url?: string; readUrl?: string; dataDir: string; poolSize: number; vacuumIntervalSeconds: number };
+  readonly database: {
+    url?: string;
+    readUrl?: string;
+    dataDir: string;
+    poolSize: number;
+    statementCache: number;
+    vacuumIntervalSeconds: number;
+  };
   /** The Redis of the rate-limit counters, when REDIS_URL is set. */
   readonly redis?: { url: string; commandTimeoutMs: number };
   readonly jwt: { secret: string; issuer: string; audience: string; accessTtlSeconds: number; refreshTtlSeconds: number };
@@ -114,6 +121,7 @@ export class AppConfig {
       readUrl: env.DATABASE_READ_URL,
       dataDir,
       poolSize: env.DB_POOL_SIZE,
+      statementCache: env.DB_STATEMENT_CACHE,
       vacuumIntervalSeconds: env.DB_VACUUM_INTERVAL_SECONDS,
     };
     this.redis = env.REDIS_URL ? { url: env.REDIS_URL, commandTimeoutMs: env.REDIS_COMMAND_TIMEOUT_MS } : undefined;

@@ -46,6 +46,15 @@ export class Environment {
   @Max(200)
   DB_POOL_SIZE = 10;
 
+  /**
+   * Statements each database connection keeps prepared (parsed and planned once, not per call);
+   * 0 sends every statement unnamed, as a pooler in transaction mode needs (PgBouncer before 1.21).
+   */
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  DB_STATEMENT_CACHE = 100;
+
   /** Seconds between the maintenance chore's passes over the hot tables (vacuum, autovacuum settings); 0 turns it off. */
   @IsInt()
   @Min(0)
@@ -310,6 +319,7 @@ export class Environment {
 const NUMERIC = new Set([
   'PORT',
   'DB_POOL_SIZE',
+  'DB_STATEMENT_CACHE',
   'DB_VACUUM_INTERVAL_SECONDS',
   'REDIS_COMMAND_TIMEOUT_MS',
   'JWT_ACCESS_TTL_SECONDS',

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { DataSourceOptions } from 'typeorm';
+import { preparingClient } from './preparing-client';
 
 /**
  * Every module keeps its ORM entities in `infrastructure/*.orm-entity.ts` (or `.orm-entities.ts`
@@ -10,8 +11,11 @@ const ENTITY_FILES = [
   join(__dirname, '..', 'shared', '*', '*.orm-entity.{ts,js}'),
 ];
 
-/** The one description of the schema, shared by the service and the TypeORM CLI. */
-export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions {
+/**
+ * The one description of the schema, shared by the service and the TypeORM CLI. With a
+ * `statementCache`, each connection keeps that many statements prepared (`preparingClient`).
+ */
+export function dataSourceOptions(url: string, poolSize = 10, statementCache = 0): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -20,6 +24,10 @@ export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions
     migrationsTableName: 'migrations',
     synchronize: false,
     migrationsRun: false,
-    extra: { max: poolSize, connectionTimeoutMillis: 5000 },
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: 5000,
+      ...(statementCache > 0 ? { Client: preparingClient(statementCache) } : {}),
+    },
   };
 }

@@ -65,8 +65,9 @@ class DatabaseLifecycle implements OnApplicationShutdown {
       provide: DataSource,
       inject: [AppConfig, DatabaseConnection],
       useFactory: async (config: AppConfig, connection: DatabaseConnection) => {
-        const poolSize = connection.singleSession ? 1 : config.database.poolSize;
-        const dataSource = new DataSource(dataSourceOptions(connection.url, poolSize));
+        // PGlite keeps one session for every connection, and its prepared statements past a reconnect.
+        const [poolSize, statementCache] = connection.singleSession ? [1, 0] : [config.database.poolSize, config.database.statementCache];
+        const dataSource = new DataSource(dataSourceOptions(connection.url, poolSize, statementCache));
         await dataSource.initialize();
         await runMigrationsLocked(dataSource, { lock: !connection.singleSession });
         return dataSource;
@@ -78,7 +79,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
       inject: [AppConfig, DataSource],
       useFactory: (config: AppConfig, primary: DataSource) =>
         config.database.readUrl && config.runsApi
-          ? ReadDatabase.replica(config.database.readUrl, Math.ceil(config.database.poolSize / 2), primary)
+          ? ReadDatabase.replica(config.database.readUrl, Math.ceil(config.database.poolSize / 2), config.database.statementCache, primary)
           : ReadDatabase.primary(),
     },
     DatabaseLifecycle,

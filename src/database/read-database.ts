@@ -23,8 +23,8 @@ export class ReadDatabase {
   }
 
   /** Opens the replica's pool of `poolSize` connections; `primary` is asked which migrations the replica should have. */
-  static async replica(url: string, poolSize: number, primary: DataSource): Promise<ReadDatabase> {
-    const options = dataSourceOptions(url, poolSize);
+  static async replica(url: string, poolSize: number, statementCache: number, primary: DataSource): Promise<ReadDatabase> {
+    const options = dataSourceOptions(url, poolSize, statementCache);
     const replica = new DataSource({
       ...options,
       // The service never migrates the replica: it has the primary's schema by replication.

@@ -6,6 +6,7 @@ import { Gauge } from 'prom-client';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
+import { preparingClient } from '../database/preparing-client';
 import { Statement } from '../shared/jobs/statement';
 import { Metrics } from '../shared/metrics/metrics';
 import { WorkerSlots } from '../shared/fairness/organization-shares';
@@ -98,7 +99,11 @@ export class JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     // server it has a small pool of its own, so workers never wait behind API requests.
     const database = connection.singleSession
       ? { db: sharedConnection(dataSource) }
-      : { connectionString: connection.url, max: Math.max(2, Math.min(config.workerConcurrency + 1, 8)) };
+      : {
+          connectionString: connection.url,
+          max: Math.max(2, Math.min(config.workerConcurrency + 1, 8)),
+          ...(config.database.statementCache > 0 ? { Client: preparingClient(config.database.statementCache) } : {}),
+        };
     this.boss = new PgBoss({
       ...database,
       schema: QUEUE_SCHEMA,

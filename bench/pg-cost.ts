@@ -27,6 +27,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { Cluster, newestPgBin } from './cluster';
 import {
+  alignedTable,
   BENCH_WORKFLOW,
   BENCH_WORKFLOW_INPUT,
   BENCH_WORKFLOW_OUTPUT,
@@ -209,10 +210,8 @@ function report(figures: Figures[]): void {
     fixed(f.execMsPerRun, 2),
     fixed(f.cpuMsPerRun, 2),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((v, i) => (i < 2 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
   console.log(`\n${machineLine('PostgreSQL cost per 3-step run')}`);
-  console.log([line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n'));
+  console.log(alignedTable(header, cells, 2).join('\n'));
   const last = figures.slice(-CASES.length * 2);
   for (const f of last) {
     console.log(`\n${f.case}, ${f.phase}: costliest statements (calls/run, plan ms/call, exec ms/call)`);

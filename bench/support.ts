@@ -516,8 +516,13 @@ export function formatRows(rows: Row[], countHeader: string, names: { scenario?:
     fixed(r.throughput, 1),
     fixed(r.wallSeconds, 2),
   ]);
+  return alignedTable(header, cells);
+}
+
+/** `header` and `cells` as aligned text lines: the first `leftColumns` columns padded on the right, the rest (figures) on the left. */
+export function alignedTable(header: string[], cells: string[][], leftColumns = 1): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  const line = (c: string[]) => c.map((v, i) => (i < leftColumns ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
 }
 

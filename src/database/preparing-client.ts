@@ -1,13 +1,17 @@
 import { createHash } from 'node:crypto';
-import { Client, ClientConfig, QueryResult } from 'pg';
+import { Client, QueryResult } from 'pg';
 
 /** pg 8.23's client keeps the status of PostgreSQL's last ReadyForQuery ('I' idle, 'T' in a transaction, 'E' failed one); its types do not say so. */
 interface TransactionStatus {
   getTransactionStatus(): 'I' | 'T' | 'E' | null;
 }
 
-/** PostgreSQL's answer when a prepared statement's result columns changed under it (a migration added one). */
-const RESULT_TYPE_CHANGED = 'cached plan must not change result type';
+/**
+ * The SQLSTATE (feature_not_supported) of PostgreSQL's "cached plan must not change result
+ * type": a prepared statement's result columns changed under it (a migration added one). Its
+ * message is translated where the server's lc_messages is, so the code is what is matched.
+ */
+const RESULT_TYPE_CHANGED = '0A000';
 
 /** A statement's text as a prepared statement's name: the same text always gets the same name. */
 function statementName(text: string): string {
@@ -36,10 +40,6 @@ export function preparingClient(cacheSize: number): typeof Client {
     /** Texts never to prepare again on this connection. */
     private readonly refused = new Set<string>();
 
-    constructor(config?: string | ClientConfig) {
-      super(config);
-    }
-
     override query(...args: unknown[]): never {
       const [text, values, callback] = args;
       const name =
@@ -50,7 +50,7 @@ export function preparingClient(cacheSize: number): typeof Client {
       const idle = (this as unknown as TransactionStatus).getTransactionStatus() === 'I';
       const result = (super.query({ name, text: text as string, values: values as unknown[] }) as Promise<QueryResult>).catch(
         (error: Error) => {
-          if (error.message !== RESULT_TYPE_CHANGED) throw error;
+          if ((error as Error & { code?: string }).code !== RESULT_TYPE_CHANGED) throw error;
           this.prepared.delete(text as string);
           this.refused.add(text as string);
           if (!idle) throw error;

@@ -203,7 +203,9 @@ describe('RunEngine', () => {
       const result = await execute(committed(run));
       if (!result || typeof result !== 'object' || !('later' in result)) return { result, waits };
       waits.push(result.later.at);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, result.later.at.getTime() - Date.now())));
+      // A timer may fire a millisecond before the clock reaches its due time: wait until the clock has.
+      while (Date.now() < result.later.at.getTime())
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, result.later.at.getTime() - Date.now())));
     }
   }
 

@@ -47,6 +47,11 @@ module.exports = async () => {
   if (!(await redisSpecs())) skipped.push('/test/redis-only/');
   return {
     testTimeout: 30000,
+    // \`npm test\` runs the specs one at a time in a worker process (--maxWorkers=1), which Jest
+    // replaces once a spec file leaves it holding more than this: each file's module graph (the
+    // whole Nest app, loaded as ES modules) is not all reclaimed, and one process running every
+    // file in turn once ran out of its 4 GB heap.
+    workerIdleMemoryLimit: '1GB',
     projects: [
       {
         displayName: 'unit',

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+import { DatabaseConnection } from '../../src/database/database-connection';
+import { Signals } from '../../src/queue/signals';
+import { eventually } from '../support/eventually';
+
+/** Shortened for the test (10 s in the service): a topic is forgotten three of these after it was last announced. */
+const REFRESH_MS = 200;
+
+/**
+ * Signals between two processes' worth of Signals on one PostgreSQL server, and a plain
+ * connection listening to what goes over the wire: a signal is NOTIFYed only while another
+ * process listens for its topic.
+ */
+describe('cross-process signals (LISTEN/NOTIFY)', () => {
+  const connection = new DatabaseConnection(process.env.DATABASE_URL!, false);
+  let here: Signals;
+  let there: Signals;
+  let wire: Client;
+  /** Payloads of the signal NOTIFYs, as any connection sees them. */
+  const sent: string[] = [];
+  const wasSent = (id: string) => sent.some((payload) => payload.includes(id));
+
+  beforeAll(async () => {
+    wire = new Client({ connectionString: connection.url });
+    await wire.connect();
+    wire.on('notification', (message) => message.channel === 'platform_signals' && sent.push(message.payload ?? ''));
+    await wire.query('LISTEN platform_signals');
+    here = new Signals(connection, REFRESH_MS);
+    there = new Signals(connection, REFRESH_MS);
+    await Promise.all([here.onApplicationBootstrap(), there.onApplicationBootstrap()]);
+    // Past the window after connecting in which every signal goes out.
+    await sleep(3 * REFRESH_MS);
+  });
+
+  afterAll(async () => {
+    await Promise.all([here.onApplicationShutdown(), there.onApplicationShutdown(), wire.end()]);
+  });
+
+  /** Publishes probes on `topic` until one goes over the wire: `here` has heard that another process listens for it. */
+  const untilHeard = (topic: string) => {
+    const probes: string[] = [];
+    return eventually(
+      () => {
+        probes.push(randomUUID());
+        here.publish(topic, probes.at(-1)!);
+        return probes.some(wasSent);
+      },
+      { message: `a ${topic} signal on the wire` },
+    );
+  };
+
+  it('reaches a handler in another process, and sends nothing for a topic no other process listens for', async () => {
+    const reached: string[] = [];
+    there.on('things.changed', (id) => reached.push(id));
+    const heardHere: string[] = [];
+    here.on('quiet.changed', (id) => heardHere.push(id));
+    await untilHeard('things.changed');
+
+    const quiet = randomUUID();
+    const loud = randomUUID();
+    here.publish('quiet.changed', quiet);
+    here.publish('things.changed', loud);
+
+    await eventually(() => reached.includes(loud), { message: 'the signal in the other process' });
+    // One connection sends them in order: the quiet one would have gone first.
+    await eventually(() => wasSent(loud));
+    expect(wasSent(quiet)).toBe(false);
+    expect(heardHere).toEqual([quiet]);
+  });
+
+  it("wakes another process's waiter at once, and stops sending its topic once nobody waits", async () => {
+    const id = randomUUID();
+    let finished = false;
+    // A poll of a minute: only the signal ends this wait within the test's time.
+    const waited = there.waitFor('records.finished', id, 20_000, async () => (finished ? 'final' : null), 60_000);
+    await untilHeard('records.finished');
+
+    finished = true;
+    const sentAt = Date.now();
+    here.publish('records.finished', id);
+    await expect(waited).resolves.toBe('final');
+    expect(Date.now() - sentAt).toBeLessThan(10_000);
+
+    // The waiter is gone; past three refresh periods the topic is forgotten.
+    await sleep(4 * REFRESH_MS);
+    const after = randomUUID();
+    const marker = randomUUID();
+    here.publish('records.finished', after);
+    here.publish('things.changed', marker);
+    await eventually(() => wasSent(marker), { message: 'the marker on the wire' });
+    expect(wasSent(after)).toBe(false);
+  });
+});

@@ -18,11 +18,15 @@ const SIGNALS_PER_NOTIFY = 100;
 /** Which topics each process listens for, so that the others NOTIFY only those. */
 const INTEREST_CHANNEL = 'platform_signal_interest';
 /**
- * How often a process repeats the topics it listens for. Another forgets a topic three of
- * these after it last heard it, and a process that has just (re)connected its listener has not
- * heard the others yet: for two of these it sends every topic.
+ * How often a process repeats the topics it listens for; another forgets a topic three of
+ * these after it last heard it.
  */
 const INTEREST_REFRESH_MS = 10_000;
+/**
+ * A process that has just (re)connected its listener asks the others for their topics, and
+ * sends every topic until this long after (or until their next refresh, for one that is slow to answer).
+ */
+const INTEREST_ANSWER_MS = 1000;
 /**
  * A waiter whose topic this process did not listen for until then checks again this soon: a
  * change committed before the others heard of the new interest was not NOTIFYed.
@@ -59,6 +63,7 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
   /** Until then every topic is NOTIFYed: this process has not heard the others (yet, or any more). */
   private everythingUntil = Infinity;
   private announcing = false;
+  private asking = false;
   private refreshTimer?: NodeJS.Timeout;
 
   constructor(
@@ -164,21 +169,27 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
     return now < this.everythingUntil || (this.remoteInterest.get(topic) ?? 0) > now;
   }
 
-  /** Tells the others, at the end of this turn, every topic this process listens for. */
-  private announce(): void {
-    if (this.announcing || this.connection.singleSession || this.stopped || !this.interest.size) return;
+  /**
+   * Tells the others, at the end of this turn, every topic this process listens for; `ask`
+   * asks them to answer with theirs.
+   */
+  private announce(ask = false): void {
+    this.asking ||= ask;
+    if (this.announcing || this.connection.singleSession || this.stopped || !(this.asking || this.interest.size)) return;
     this.announcing = true;
     setImmediate(() => {
-      this.announcing = false;
-      if (this.interest.size) void this.notify(`${this.origin}|${[...this.interest.keys()].join(';')}`, INTEREST_CHANNEL);
+      const question = this.asking ? '?' : '';
+      this.announcing = this.asking = false;
+      void this.notify(`${this.origin}|${question}|${[...this.interest.keys()].join(';')}`, INTEREST_CHANNEL);
     });
   }
 
   private heardInterest(payload: string): void {
-    const [origin, topics] = payload.split('|');
-    if (origin === this.origin || !topics) return;
+    const [origin, ask, topics] = payload.split('|');
+    if (origin === this.origin) return;
+    if (ask === '?') this.announce();
     const until = Date.now() + 3 * this.interestRefreshMs;
-    for (const topic of topics.split(';')) this.remoteInterest.set(topic, until);
+    for (const topic of topics ? topics.split(';') : []) this.remoteInterest.set(topic, until);
   }
 
   private deliver(topic: string, id: string, value?: unknown): void {
@@ -242,9 +253,9 @@ export class Signals implements OnApplicationBootstrap, OnApplicationShutdown {
       if (this.stopped) return void client.end().catch(() => undefined);
       this.listener = client;
       this.failures = 0;
-      // Every other process repeats its topics within a refresh period; until then, all go out.
-      this.everythingUntil = Date.now() + 2 * this.interestRefreshMs;
-      this.announce();
+      // Until the others have answered with their topics, every topic goes out.
+      this.everythingUntil = Date.now() + Math.min(INTEREST_ANSWER_MS, this.interestRefreshMs);
+      this.announce(true);
     } catch (error) {
       this.logger.warn(`Signal listener not connected: ${(error as Error).message}`);
       retry();

@@ -38,13 +38,13 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
     await Promise.all([here.onApplicationShutdown(), there.onApplicationShutdown(), wire.end()]);
   });
 
-  /** Publishes probes on `topic` until one goes over the wire: `here` has heard that another process listens for it. */
-  const untilHeard = (topic: string) => {
+  /** Publishes probes on `topic` until one goes over the wire: `from` has heard that another process listens for it. */
+  const untilHeard = (topic: string, from = here) => {
     const probes: string[] = [];
     return eventually(
       () => {
         probes.push(randomUUID());
-        here.publish(topic, probes.at(-1)!);
+        from.publish(topic, probes.at(-1)!);
         return probes.some(wasSent);
       },
       { message: `a ${topic} signal on the wire` },
@@ -91,5 +91,32 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
     here.publish('things.changed', marker);
     await eventually(() => wasSent(marker), { message: 'the marker on the wire' });
     expect(wasSent(after)).toBe(false);
+  });
+
+  it("learns the others' topics when it connects, without waiting for their next refresh", async () => {
+    // Refreshes once a minute: within the test, only the answer to the newcomer's question tells it.
+    const settled = new Signals(connection, 60_000);
+    const newcomer = new Signals(connection, 60_000);
+    try {
+      await settled.onApplicationBootstrap();
+      const reached: string[] = [];
+      settled.on('settled.changed', (id) => reached.push(id));
+      await sleep(100);
+      await newcomer.onApplicationBootstrap();
+      await sleep(1500);
+
+      await untilHeard('settled.changed', newcomer);
+      const id = randomUUID();
+      newcomer.publish('settled.changed', id);
+      await eventually(() => reached.includes(id), { message: 'the signal in the settled process' });
+      const quiet = randomUUID();
+      const marker = randomUUID();
+      newcomer.publish('nobody.changed', quiet);
+      newcomer.publish('settled.changed', marker);
+      await eventually(() => wasSent(marker), { message: 'the marker on the wire' });
+      expect(wasSent(quiet)).toBe(false);
+    } finally {
+      await Promise.all([settled.onApplicationShutdown(), newcomer.onApplicationShutdown()]);
+    }
   });
 });

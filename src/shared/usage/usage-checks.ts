@@ -13,7 +13,10 @@ export class UsageChecks {
     this.checks.push(check);
   }
 
+  /** One check after another: inside a delete's transaction they share its one connection. */
   async usersOf(organizationId: string, id: string): Promise<string[]> {
-    return (await Promise.all(this.checks.map((check) => check(organizationId, id)))).flat();
+    const users: string[] = [];
+    for (const check of this.checks) users.push(...(await check(organizationId, id)));
+    return users;
   }
 }

@@ -98,14 +98,22 @@ describe('steady tables', () => {
     const before = await counters();
     const [{ id }] = await db.query<Array<{ id: string }>>(`SELECT id FROM agent_executions WHERE organization_id = $1 LIMIT 1`, [org.id]);
     const columns = `organization_id, agent_id, status, input, output, attempts, triggered_by, created_at`;
-    await db.query(
-      `INSERT INTO agent_executions (id, ${columns}) SELECT gen_random_uuid(), ${columns} FROM agent_executions, generate_series(1, 6000) WHERE id = $1`,
-      [id],
-    );
-    await db.query(
-      `DELETE FROM agent_executions WHERE organization_id = $1 AND id <> $2 AND input = (SELECT input FROM agent_executions WHERE id = $2)`,
-      [org.id, id],
-    );
+    // On one connection, which then flushes its counts at once (a backend may otherwise hold them
+    // for seconds, up to a minute while the statistics are busy).
+    const runner = db.createQueryRunner();
+    try {
+      await runner.query(
+        `INSERT INTO agent_executions (id, ${columns}) SELECT gen_random_uuid(), ${columns} FROM agent_executions, generate_series(1, 6000) WHERE id = $1`,
+        [id],
+      );
+      await runner.query(
+        `DELETE FROM agent_executions WHERE organization_id = $1 AND id <> $2 AND input = (SELECT input FROM agent_executions WHERE id = $2)`,
+        [org.id, id],
+      );
+      await runner.query('SELECT pg_stat_force_next_flush()');
+    } finally {
+      await runner.release();
+    }
     // The statistics have the delete (a backend reports its counts up to seconds later): its dead
     // tuples are counted, not only those the executions above left.
     await eventually(async () => (await counters()).deleted >= before.deleted + 6000, {

@@ -27,6 +27,7 @@ import { AllExceptionsFilter } from './shared/errors/all-exceptions.filter';
 import { validationPipe } from './shared/http/validation';
 import { ExpressionsModule } from './shared/expressions/expressions.module';
 import { FairnessModule } from './shared/fairness/fairness.module';
+import { AuditModule } from './modules/audit/audit.module';
 import { MetricsModule } from './shared/metrics/metrics.module';
 import { OutboundModule } from './shared/outbound/outbound.module';
 
@@ -86,6 +87,7 @@ import { OutboundModule } from './shared/outbound/outbound.module';
     TriggersModule,
     WebhooksModule,
     McpEndpointModule,
+    AuditModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -61,6 +61,7 @@ const WRITTEN_FOR = [
   '1795790000000-AgentTranscripts',
   '1795795000000-AgentMcpExposure',
   '1795800000000-HistoryPartitions',
+  '1795810000000-AuditLog',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];

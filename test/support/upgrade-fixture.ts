@@ -36,6 +36,7 @@ export async function upgradeFixture(input: FixtureInput) {
   const id = () => randomUUID();
 
   const acme = id();
+  const auditEvent = id();
   const globex = id();
   const [admin, member, viewer, globexAdmin] = [id(), id(), id(), id()];
   const passwordHash = await argon2.hash(input.password, { type: argon2.argon2id, memoryCost: 1024, timeCost: 1, parallelism: 1 });
@@ -599,6 +600,28 @@ export async function upgradeFixture(input: FixtureInput) {
         },
       ],
     ],
+    [
+      'audit_events',
+      [
+        {
+          id: auditEvent,
+          organization_id: acme,
+          occurred_at: at(700),
+          actor: { type: 'user', id: admin, name: 'admin@acme.test', ip: '192.0.2.20', userAgent: 'curl/8', via: 'password' },
+          actor_id: admin,
+          action: 'agent.updated',
+          target: { type: 'agent', id: upperAgent, name: 'upper' },
+          target_id: upperAgent,
+          outcome: 'success',
+          request_id: 'req-upgrade-1',
+          changes: { before: { description: '' }, after: { description: 'Upper-cases text' } },
+          sequence: null,
+          previous_hash: null,
+          hash: null,
+        },
+      ],
+    ],
+    ['audit_chain_heads', [{ organization_id: globex, sequence: 1, hash: 'f'.repeat(64) }]],
   ];
 
   return {
@@ -619,6 +642,7 @@ export async function upgradeFixture(input: FixtureInput) {
       schedule,
       trigger,
       triggerEvent,
+      auditEvent,
     },
     secrets: { refreshToken, httpSecret, signingSecret, triggerToken, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,

@@ -1499,6 +1499,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's audit events, newest first, filtered by action, actor, target and time */
+        get: operations["AuditEventsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit-events/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Checks the organization's hash chain from its first event to its last, and names the first event that does not follow */
+        get: operations["AuditEventsController_verify"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1879,7 +1913,7 @@ export interface components {
             /** @example ci-deploy */
             name: string;
             /** @description Narrows what the key may do below its holder role; left out, the key may do what the role allows */
-            scopes?: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write")[];
+            scopes?: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write" | "audit:read")[];
             /**
              * Format: date-time
              * @description When the key stops working; left out, in 90 days (or the organization's cap); null: never (enterprise tier, no cap set)
@@ -1902,7 +1936,7 @@ export interface components {
              */
             prefix: string;
             /** @description null: everything the holder role allows */
-            scopes: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write")[] | null;
+            scopes: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write" | "audit:read")[] | null;
             owner: components["schemas"]["KeyOwnerResponse"];
             createdAt: string;
             expiresAt: string | null;
@@ -1921,7 +1955,7 @@ export interface components {
              */
             prefix: string;
             /** @description null: everything the holder role allows */
-            scopes: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write")[] | null;
+            scopes: ("plugins:read" | "plugins:write" | "agents:read" | "agents:write" | "agents:execute" | "workflows:read" | "workflows:write" | "workflows:run" | "webhooks:read" | "webhooks:write" | "users:read" | "users:write" | "organization:read" | "organization:write" | "audit:read")[] | null;
             owner: components["schemas"]["KeyOwnerResponse"];
             createdAt: string;
             expiresAt: string | null;
@@ -3368,6 +3402,72 @@ export interface components {
             scopes_supported: string[];
             resource_name: string;
             resource_documentation: string;
+        };
+        AuditActorResponse: {
+            /** @enum {string} */
+            type: "user" | "service_account" | "api_key" | "system" | "anonymous";
+            id: string | null;
+            name: string | null;
+            /** @description The client address the request came from */
+            ip: string | null;
+            userAgent: string | null;
+            /**
+             * @description How the actor proved who it is
+             * @enum {string|null}
+             */
+            via: "password" | "saml" | "oidc" | "key" | null;
+        };
+        AuditTargetResponse: {
+            /** @example agent */
+            type: string;
+            id: string | null;
+            name: string | null;
+        };
+        AuditEventResponse: {
+            /** Format: uuid */
+            id: string;
+            occurredAt: string;
+            /** Format: uuid */
+            organizationId: string;
+            actor: components["schemas"]["AuditActorResponse"];
+            /** @enum {string} */
+            action: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
+            target: components["schemas"]["AuditTargetResponse"] | null;
+            /** @enum {string} */
+            outcome: "success" | "failure" | "denied";
+            /** @description The X-Request-Id of the request that did it */
+            requestId: string | null;
+            /** @description The object before and after (`before`, `after`), every secret `[redacted]` */
+            changes: Record<string, never> | null;
+            /** @description The event's place in the organization's chain; null for a few seconds, until sealed */
+            sequence: number | null;
+            /** @description SHA-256 (hex) over the previous event's hash and this event; null until sealed */
+            hash: string | null;
+        };
+        AuditEventPageResponse: {
+            /** @description Newest first */
+            data: components["schemas"]["AuditEventResponse"][];
+            nextCursor: string | null;
+        };
+        ChainBreakResponse: {
+            /** @description Where the chain stops holding */
+            sequence: number;
+            /**
+             * Format: uuid
+             * @description The event there; null when it is missing
+             */
+            eventId: string | null;
+            /** @example its content does not match its hash (it was changed) */
+            reason: string;
+        };
+        ChainCheckResponse: {
+            /** @description True when every sealed event follows from the one before it */
+            valid: boolean;
+            /** @description Sealed events checked */
+            checked: number;
+            /** @description Events not sealed yet */
+            unsealed: number;
+            firstBreak: components["schemas"]["ChainBreakResponse"] | null;
         };
     };
     responses: never;
@@ -13586,6 +13686,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProtectedResourceMetadata"];
+                };
+            };
+        };
+    };
+    AuditEventsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+                /** @description Only events of this action */
+                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
+                /** @description Only events by this user, service account or key */
+                actorId?: string;
+                /** @description Only events about this object (its id: a UUID, a plugin's slug) */
+                targetId?: string;
+                /** @description Only events at or after this time */
+                since?: string;
+                /** @description Only events before this time */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPageResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AuditEventsController_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChainCheckResponse"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
         };

@@ -6,8 +6,8 @@ export type Role = (typeof ROLES)[number];
 
 /** How the caller proved who it is. */
 export type Credential =
-  /** A signed-in person's access token (JWT). */
-  | { type: 'session' }
+  /** A signed-in person's access token (JWT); `via` how they signed in (tokens issued before it was recorded have none). */
+  | { type: 'session'; via?: 'password' | 'saml' | 'oidc' }
   /** An API key; `scopes` null: everything the role allows. */
   | { type: 'api_key'; keyId: string; serviceAccountId: string | null; scopes: readonly Scope[] | null };
 

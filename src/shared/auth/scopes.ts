@@ -17,6 +17,7 @@ export const SCOPES = [
   'users:write',
   'organization:read',
   'organization:write',
+  'audit:read',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
@@ -41,6 +42,7 @@ export class AgentsService implements OnModuleInit {
     private readonly pluginUsage: PluginUsage,
     private readonly usage: AgentUsage,
     private readonly tools: AgentTools,
+    private readonly audit: AuditTrail,
   ) {}
 
   onModuleInit(): void {
@@ -67,6 +69,7 @@ export class AgentsService implements OnModuleInit {
     return this.agents.list(caller.organizationId, page, kind);
   }
 
+  @Transactional()
   async create(caller: Principal, definition: AgentDefinition): Promise<Agent> {
     const config = definition.config ?? {};
     await this.assertValid(caller.organizationId, definition.kind, config, definition.inputSchema ?? null);
@@ -84,6 +87,7 @@ export class AgentsService implements OnModuleInit {
       createdBy: caller.userId,
     });
     await this.agents.insert(agent);
+    await this.audit.record({ ...audited(agent, 'agent.created'), changes: { after: described(agent) } });
     return agent;
   }
 
@@ -93,8 +97,10 @@ export class AgentsService implements OnModuleInit {
     const inputSchema = changes.inputSchema === undefined ? agent.inputSchema : changes.inputSchema;
     await this.assertValid(caller.organizationId, agent.kind, changes.config ?? agent.config, inputSchema);
     assertMcpExposure(changes.mcp);
+    const before = described(agent);
     agent.change(changes);
     await this.agents.update(agent);
+    await this.audit.record({ ...audited(agent, 'agent.updated'), changes: changedFields(before, described(agent)) });
     return agent;
   }
 
@@ -104,6 +110,7 @@ export class AgentsService implements OnModuleInit {
     const users = await this.usage.usersOf(caller.organizationId, agent.id);
     if (users.length) throw new DomainError('AGENT_IN_USE', `Agent '${agent.name}' is used by ${users.join(', ')}`);
     if (!(await this.agents.delete(caller.organizationId, id))) throw agentNotFound();
+    await this.audit.record({ ...audited(agent, 'agent.deleted'), changes: { before: described(agent) } });
   }
 
   /** The organization's agents served as MCP tools, oldest first. */
@@ -134,6 +141,16 @@ export class AgentsService implements OnModuleInit {
   private kindsOf(slug: string): string[] {
     return (this.registry.find(slug)?.manifest.agentKinds ?? []).map((k) => `${slug}.${k.name}`);
   }
+}
+
+function audited(agent: Agent, action: 'agent.created' | 'agent.updated' | 'agent.deleted') {
+  return { organizationId: agent.organizationId, action, target: { type: 'agent', id: agent.id, name: agent.name } };
+}
+
+/** An agent as the audit log shows it: its definition. */
+function described(agent: Agent) {
+  const { id: _id, organizationId: _org, createdBy: _by, createdAt: _at, updatedAt: _up, ...definition } = agent.toProps();
+  return definition;
 }
 
 /** VALIDATION_FAILED naming every problem of an agent's `mcp` field (absent or null: not served). */

@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import type { AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../../../shared/audit/audit-trail';
+import { canonicalJson } from '../../../shared/json/canonical-json';
+import { Page, PageRequest } from '../../../shared/pagination/cursor';
+
+/** One entry of an organization's audit log, as stored and listed. */
+export interface AuditEvent {
+  id: string;
+  organizationId: string;
+  occurredAt: Date;
+  actor: AuditActor;
+  action: string;
+  target: AuditTarget | null;
+  outcome: AuditOutcome;
+  requestId: string | null;
+  changes: AuditChanges | null;
+  /** The event's place in its organization's chain; null until it is sealed (within seconds). */
+  sequence: number | null;
+  /** SHA-256 of the previous event's hash and this event (hex); null until sealed. */
+  hash: string | null;
+  previousHash: string | null;
+}
+
+/** The hash the chain starts from: the "previous hash" of an organization's first event. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** An event's link in the chain: SHA-256 over the previous hash and every field of the event, its sequence included. */
+export function chainHash(previousHash: string, event: Omit<AuditEvent, 'hash' | 'previousHash'> & { sequence: number }): string {
+  const fields = [
+    event.sequence,
+    event.id,
+    event.organizationId,
+    event.occurredAt.toISOString(),
+    event.actor,
+    event.action,
+    event.target,
+    event.outcome,
+    event.requestId,
+    event.changes,
+  ];
+  return createHash('sha256').update(previousHash).update('\n').update(canonicalJson(fields)).digest('hex');
+}
+
+/** What `verify` found walking an organization's chain. */
+export interface ChainCheck {
+  /** Sealed events checked. */
+  checked: number;
+  /** Events not sealed yet (written in the last seconds). */
+  unsealed: number;
+  /** The first event that does not follow from the one before; null when the chain holds. */
+  firstBreak: { sequence: number; eventId: string | null; reason: string } | null;
+}
+
+/** Walks sealed events in sequence order, batch by batch; `start` is where the kept chain begins. */
+export class ChainWalker {
+  private expectedSequence: number;
+  private previousHash: string;
+  checked = 0;
+  firstBreak: ChainCheck['firstBreak'] = null;
+
+  constructor(start: { sequence: number; previousHash: string }) {
+    this.expectedSequence = start.sequence;
+    this.previousHash = start.previousHash;
+  }
+
+  /** Checks the next events; false once a break is found (the rest is not read). */
+  next(events: AuditEvent[]): boolean {
+    for (const event of events) {
+      const sequence = event.sequence!;
+      if (sequence !== this.expectedSequence) {
+        this.firstBreak = { sequence: this.expectedSequence, eventId: null, reason: `event ${this.expectedSequence} is missing` };
+        return false;
+      }
+      if (event.previousHash !== this.previousHash) {
+        this.firstBreak = { sequence, eventId: event.id, reason: 'its previous hash is not the hash of the event before it' };
+        return false;
+      }
+      const hash = chainHash(this.previousHash, { ...event, sequence });
+      if (hash !== event.hash) {
+        this.firstBreak = { sequence, eventId: event.id, reason: 'its content does not match its hash (it was changed)' };
+        return false;
+      }
+      this.checked++;
+      this.expectedSequence++;
+      this.previousHash = hash;
+    }
+    return true;
+  }
+
+  /** After the last event: the chain must end where its head says it does (the newest events were not removed). */
+  end(head: { sequence: number; hash: string } | null): void {
+    if (this.firstBreak || !head) return;
+    const last = this.expectedSequence - 1;
+    if (head.sequence > last) {
+      this.firstBreak = {
+        sequence: this.expectedSequence,
+        eventId: null,
+        reason: `events ${this.expectedSequence} to ${head.sequence} are missing`,
+      };
+    } else if (head.sequence === last && head.hash !== this.previousHash) {
+      this.firstBreak = { sequence: last, eventId: null, reason: 'the chain does not end with the hash it was sealed with' };
+    }
+  }
+}
+
+export interface AuditFilters {
+  action?: string;
+  actorId?: string;
+  targetId?: string;
+  since?: Date;
+  until?: Date;
+}
+
+/** A new event, before it is sealed. */
+export type NewAuditEvent = Omit<AuditEvent, 'sequence' | 'hash' | 'previousHash'>;
+
+/** Seals: an event's place, previous hash and hash. */
+export interface Seal {
+  id: string;
+  organizationId: string;
+  sequence: number;
+  previousHash: string;
+  hash: string;
+}
+
+export abstract class AuditEventRepository {
+  abstract insert(events: NewAuditEvent[]): Promise<void>;
+  abstract list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>>;
+  /** Sealed events of the organization from `fromSequence` on, in order, at most `limit`. */
+  abstract chain(organizationId: string, fromSequence: number, limit: number): Promise<AuditEvent[]>;
+  abstract countUnsealed(organizationId: string): Promise<number>;
+  /** The organization's last sealed event, as the sealer recorded it; null before the first. */
+  abstract head(organizationId: string): Promise<{ sequence: number; hash: string } | null>;
+  /**
+   * In one transaction, with the sealing lock held: hands the oldest unsealed events (of one
+   * organization, or any) and each organization's chain head to `seal`, and stores the seals it
+   * answers. Answers how many were sealed; 0 when another process holds the lock.
+   */
+  abstract sealPending(
+    organizationId: string | null,
+    limit: number,
+    seal: (events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>) => Seal[],
+  ): Promise<number>;
+}

@@ -1,0 +1,161 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
+import { AuditEvent, AuditEventRepository, AuditFilters, NewAuditEvent, Seal } from '../domain/audit-event';
+import { AuditEventRow } from './audit.orm-entities';
+
+/** Held by the process sealing: one at a time, the others skip their turn. */
+const SEALING_LOCK = "hashtext('platform.audit.sealing')";
+
+@Injectable()
+export class TypeOrmAuditEventRepository extends AuditEventRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+    super();
+  }
+
+  async insert(events: NewAuditEvent[]): Promise<void> {
+    if (!events.length) return;
+    await this.txHost.tx.getRepository(AuditEventRow).insert(events.map(toRow));
+  }
+
+  async list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
+    const params: unknown[] = [organizationId];
+    const where = ['organization_id = $1'];
+    if (filters.action) where.push(`action = $${params.push(filters.action)}`);
+    if (filters.actorId) where.push(`actor_id = $${params.push(filters.actorId)}`);
+    if (filters.targetId) where.push(`target_id = $${params.push(filters.targetId)}`);
+    if (filters.since) where.push(`occurred_at >= $${params.push(filters.since)}`);
+    if (filters.until) where.push(`occurred_at < $${params.push(filters.until)}`);
+    if (page.cursor) {
+      const { createdAt, id } = decodeCursor(page.cursor);
+      where.push(`(occurred_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
+    }
+    const rows = await this.rows(
+      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
+      params,
+    );
+    return toPage(
+      rows.map((event) => ({ ...event, createdAt: event.occurredAt })),
+      page.limit,
+      ({ createdAt: _, ...event }) => event,
+    );
+  }
+
+  chain(organizationId: string, fromSequence: number, limit: number): Promise<AuditEvent[]> {
+    return this.rows(`SELECT * FROM audit_events WHERE organization_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`, [
+      organizationId,
+      fromSequence,
+      limit,
+    ]);
+  }
+
+  async countUnsealed(organizationId: string): Promise<number> {
+    const [{ count }] = await this.txHost.tx.query<Array<{ count: number }>>(
+      'SELECT count(*)::int AS count FROM audit_events WHERE hash IS NULL AND organization_id = $1',
+      [organizationId],
+    );
+    return count;
+  }
+
+  async head(organizationId: string): Promise<{ sequence: number; hash: string } | null> {
+    const [head] = await this.txHost.tx.query<Array<{ sequence: string; hash: string }>>(
+      'SELECT sequence, hash FROM audit_chain_heads WHERE organization_id = $1',
+      [organizationId],
+    );
+    return head ? { sequence: Number(head.sequence), hash: head.hash } : null;
+  }
+
+  sealPending(
+    organizationId: string | null,
+    limit: number,
+    seal: (events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>) => Seal[],
+  ): Promise<number> {
+    return this.txHost.withTransaction(async () => {
+      const tx = this.txHost.tx;
+      const [{ locked }] = await tx.query<Array<{ locked: boolean }>>(`SELECT pg_try_advisory_xact_lock(${SEALING_LOCK}) AS locked`);
+      if (!locked) return 0;
+      const pending = await this.rows(
+        `SELECT * FROM audit_events WHERE hash IS NULL ${organizationId ? 'AND organization_id = $2' : ''} ORDER BY id LIMIT $1`,
+        organizationId ? [limit, organizationId] : [limit],
+      );
+      if (!pending.length) return 0;
+      const organizations = [...new Set(pending.map((e) => e.organizationId))];
+      const heads = await tx.query<Array<{ organization_id: string; sequence: string; hash: string }>>(
+        'SELECT organization_id, sequence, hash FROM audit_chain_heads WHERE organization_id = ANY($1::uuid[])',
+        [organizations],
+      );
+      const seals = seal(pending, new Map(heads.map((h) => [h.organization_id, { sequence: Number(h.sequence), hash: h.hash }])));
+      await tx.query(
+        `UPDATE audit_events e SET sequence = s.sequence, previous_hash = s.previous_hash, hash = s.hash
+           FROM jsonb_to_recordset($1::jsonb) AS s(id uuid, sequence bigint, previous_hash text, hash text)
+          WHERE e.id = s.id AND e.hash IS NULL`,
+        [JSON.stringify(seals.map((s) => ({ id: s.id, sequence: s.sequence, previous_hash: s.previousHash, hash: s.hash })))],
+      );
+      const last = new Map(seals.map((s) => [s.organizationId, s]));
+      await tx.query(
+        `INSERT INTO audit_chain_heads (organization_id, sequence, hash)
+           SELECT organization_id, sequence, hash FROM jsonb_to_recordset($1::jsonb) AS h(organization_id uuid, sequence bigint, hash text)
+         ON CONFLICT (organization_id) DO UPDATE SET sequence = excluded.sequence, hash = excluded.hash`,
+        [JSON.stringify([...last.values()].map((s) => ({ organization_id: s.organizationId, sequence: s.sequence, hash: s.hash })))],
+      );
+      return seals.length;
+    });
+  }
+
+  private async rows(sql: string, params: unknown[]): Promise<AuditEvent[]> {
+    const rows = await this.txHost.tx.query<RawEvent[]>(sql, params);
+    return rows.map(toDomain);
+  }
+}
+
+interface RawEvent {
+  id: string;
+  organization_id: string;
+  occurred_at: Date;
+  actor: AuditEvent['actor'];
+  action: string;
+  target: AuditEvent['target'];
+  outcome: AuditEvent['outcome'];
+  request_id: string | null;
+  changes: AuditEvent['changes'];
+  sequence: string | null;
+  previous_hash: string | null;
+  hash: string | null;
+}
+
+function toDomain(row: RawEvent): AuditEvent {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    occurredAt: row.occurred_at,
+    actor: row.actor,
+    action: row.action,
+    target: row.target,
+    outcome: row.outcome,
+    requestId: row.request_id,
+    changes: row.changes,
+    sequence: row.sequence === null ? null : Number(row.sequence),
+    previousHash: row.previous_hash,
+    hash: row.hash,
+  };
+}
+
+function toRow(event: NewAuditEvent): AuditEventRow {
+  return {
+    id: event.id,
+    organizationId: event.organizationId,
+    occurredAt: event.occurredAt,
+    actor: event.actor,
+    actorId: event.actor.id,
+    action: event.action,
+    target: event.target,
+    targetId: event.target?.id ?? null,
+    outcome: event.outcome,
+    requestId: event.requestId,
+    changes: event.changes as AuditEventRow['changes'],
+    sequence: null,
+    previousHash: null,
+    hash: null,
+  };
+}

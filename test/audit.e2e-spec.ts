@@ -1,0 +1,178 @@
+import { DataSource } from 'typeorm';
+import { install, registerAgent } from './support/agents';
+import { withKey } from './support/api-keys';
+import { expectError } from './support/envelope';
+import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+const UPPERCASE = { kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
+
+/**
+ * The audit log through the API: the events an agent's changes write (actor, address, user
+ * agent, request id, what changed), the filters and pages, the hash chain and its check, and
+ * that the rows cannot be changed from the service's own connection.
+ */
+describe('audit log', () => {
+  let t: TestApp;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    db = t.app.get(DataSource);
+  });
+
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const events = (org: TestOrg, query = '') => t.http().get(`/api/audit-events${query}`).set(bearer(org.admin));
+  const verify = (org: TestOrg) => t.http().get('/api/audit-events/verify').set(bearer(org.admin));
+
+  /** An organization with the transform plugin and one agent, created, renamed and deleted by its admin. */
+  async function orgWithHistory(): Promise<{ org: TestOrg; agentId: string }> {
+    const org = await t.newOrg('enterprise');
+    await install(t, org, 'transform');
+    const agentId = await registerAgent(t, org, { ...UPPERCASE, name: 'upper' });
+    const patched = await t
+      .http()
+      .patch(`/api/agents/${agentId}`)
+      .set(bearer(org.admin))
+      .set({ 'User-Agent': 'audit-spec/1.0', 'X-Request-Id': 'audit-spec-rename' })
+      .send({ name: 'shout', description: 'Upper-cases text' });
+    expect(patched.status).toBe(200);
+    return { org, agentId };
+  }
+
+  it("records an agent's changes with who made them, from where, and what changed", async () => {
+    const { org, agentId } = await orgWithHistory();
+    expect((await t.http().delete(`/api/agents/${agentId}`).set(bearer(org.admin))).status).toBe(204);
+
+    const res = await events(org, `?targetId=${agentId}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((e: { action: string }) => e.action)).toEqual(['agent.deleted', 'agent.updated', 'agent.created']);
+    const [deleted, updated, created] = res.body.data;
+    expect(updated).toMatchObject({
+      organizationId: org.id,
+      actor: { type: 'user', id: org.admin.id, name: org.admin.email, userAgent: 'audit-spec/1.0', ip: expect.any(String) },
+      action: 'agent.updated',
+      target: { type: 'agent', id: agentId, name: 'shout' },
+      outcome: 'success',
+      requestId: 'audit-spec-rename',
+      changes: { before: { name: 'upper', description: '' }, after: { name: 'shout', description: 'Upper-cases text' } },
+    });
+    expect(created.changes).toEqual({
+      after: expect.objectContaining({ name: 'upper', kind: 'transform.jsonata', config: UPPERCASE.config }),
+    });
+    expect(created.changes.after.createdAt).toBeUndefined();
+    expect(deleted.changes).toEqual({ before: expect.objectContaining({ name: 'shout' }) });
+    expect(Date.parse(deleted.occurredAt)).toBeGreaterThanOrEqual(Date.parse(created.occurredAt));
+  });
+
+  it('names the API key that made a change, and filters by action, actor and time, page by page', async () => {
+    const { org, agentId } = await orgWithHistory();
+    const account = await t.http().post('/api/service-accounts').set(bearer(org.admin)).send({ name: 'deployer', role: 'admin' });
+    const issued = await t.http().post(`/api/service-accounts/${account.body.id}/api-keys`).set(bearer(org.admin)).send({ name: 'ci' });
+    expect(issued.status).toBe(201);
+    const byKey = await t.http().patch(`/api/agents/${agentId}`).set(withKey(issued.body.key)).send({ description: 'from CI' });
+    expect(byKey.status).toBe(200);
+
+    const updates = await events(org, '?action=agent.updated');
+    expect(updates.body.data).toHaveLength(2);
+    expect(updates.body.data[0].actor).toMatchObject({ type: 'api_key', id: issued.body.id, name: 'deployer', via: 'key' });
+    const byActor = await events(org, `?actorId=${issued.body.id}`);
+    expect(byActor.body.data.map((e: { action: string }) => e.action)).toEqual(['agent.updated']);
+
+    const first = await events(org, '?limit=2');
+    expect(first.body.data).toHaveLength(2);
+    const second = await events(org, `?limit=2&cursor=${first.body.nextCursor}`);
+    const all = await events(org, '?limit=100');
+    expect([...first.body.data, ...second.body.data].map((e: { id: string }) => e.id)).toEqual(
+      all.body.data.slice(0, first.body.data.length + second.body.data.length).map((e: { id: string }) => e.id),
+    );
+
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect((await events(org, `?since=${future}`)).body.data).toEqual([]);
+    expect((await events(org, `?until=${future}`)).body.data.length).toBe(all.body.data.length);
+  });
+
+  it('keeps each organization to its own events, and admins only', async () => {
+    const { org } = await orgWithHistory();
+    const other = await t.newOrg('enterprise');
+    expect((await events(other)).body.data).toEqual([]);
+    expectError(await t.http().get('/api/audit-events').set(bearer(org.member)), 403, 'FORBIDDEN');
+    expectError(await t.http().get('/api/audit-events/verify').set(bearer(org.viewer)), 403, 'FORBIDDEN');
+    expectError(await events(org, '?action=agent.exploded'), 400, 'VALIDATION_FAILED');
+    expectError(await events(org, '?actorId=nope'), 400, 'VALIDATION_FAILED');
+    expectError(await events(org, '?since=yesterday'), 400, 'VALIDATION_FAILED');
+  });
+
+  it('chains every event to the one before it, and names the first one changed behind its back', async () => {
+    const { org } = await orgWithHistory();
+    const check = await verify(org);
+    expect(check.status).toBe(200);
+    expect(check.body).toEqual({ valid: true, checked: 2, unsealed: 0, firstBreak: null });
+    const sealed = (await events(org)).body.data;
+    expect(sealed.map((e: { sequence: number }) => e.sequence)).toEqual([2, 1]);
+    expect(sealed[0].hash).toMatch(/^[0-9a-f]{64}$/);
+
+    // A superuser edits the first event with the trigger out of the way.
+    await db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL session_replication_role = replica`);
+      await tx.query(`UPDATE audit_events SET actor = jsonb_set(actor, '{name}', '"someone-else"') WHERE id = $1`, [sealed[1].id]);
+    });
+    const broken = await verify(org);
+    expect(broken.body).toEqual({
+      valid: false,
+      checked: 0,
+      unsealed: 0,
+      firstBreak: { sequence: 1, eventId: sealed[1].id, reason: 'its content does not match its hash (it was changed)' },
+    });
+  });
+
+  it('finds an event removed from the middle of the chain', async () => {
+    const { org, agentId } = await orgWithHistory();
+    expect((await t.http().delete(`/api/agents/${agentId}`).set(bearer(org.admin))).status).toBe(204);
+    expect((await verify(org)).body).toMatchObject({ valid: true, checked: 3 });
+    const [, middle] = (await events(org)).body.data;
+    await db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL session_replication_role = replica`);
+      await tx.query(`DELETE FROM audit_events WHERE id = $1`, [middle.id]);
+    });
+    expect((await verify(org)).body).toEqual({
+      valid: false,
+      checked: 1,
+      unsealed: 0,
+      firstBreak: { sequence: 2, eventId: null, reason: 'event 2 is missing' },
+    });
+  });
+
+  it('finds the newest events removed', async () => {
+    const { org } = await orgWithHistory();
+    expect((await verify(org)).body).toMatchObject({ valid: true, checked: 2 });
+    const [newest] = (await events(org)).body.data;
+    await db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL session_replication_role = replica`);
+      await tx.query(`DELETE FROM audit_events WHERE id = $1`, [newest.id]);
+    });
+    expect((await verify(org)).body).toEqual({
+      valid: false,
+      checked: 1,
+      unsealed: 0,
+      firstBreak: { sequence: 2, eventId: null, reason: 'events 2 to 2 are missing' },
+    });
+  });
+
+  it("refuses to change or remove events through the service's own connection", async () => {
+    const { org } = await orgWithHistory();
+    const [event] = (await events(org)).body.data;
+    await expect(db.query(`UPDATE audit_events SET outcome = 'failure' WHERE id = $1`, [event.id])).rejects.toThrow(
+      /cannot be changed or removed/,
+    );
+    await expect(db.query(`DELETE FROM audit_events WHERE id = $1`, [event.id])).rejects.toThrow(/cannot be changed or removed/);
+    await expect(db.query(`TRUNCATE audit_events`)).rejects.toThrow(/cannot be changed or removed/);
+    // Sealed or not, the content stays: an unsealed event cannot be changed while it is sealed either.
+    await expect(db.query(`UPDATE audit_events SET hash = repeat('0', 64), outcome = 'denied' WHERE id = $1`, [event.id])).rejects.toThrow(
+      /cannot be changed or removed/,
+    );
+    expect((await verify(org)).body.valid).toBe(true);
+  });
+});

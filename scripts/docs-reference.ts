@@ -5,6 +5,7 @@
  *   errors.md         the error catalog (src/shared/errors/error-catalog.ts)
  *   configuration.md  the environment variables (src/config/environment.ts)
  *   events.md         the webhook event types (src/modules/webhooks/domain/event-types.ts)
+ *   audit.md          the audit log's actions (src/shared/audit/audit-trail.ts)
  *
  *   ts-node --transpile-only scripts/docs-reference.ts           writes the pages (npm run docs:reference)
  *   ts-node --transpile-only scripts/docs-reference.ts --check   exits 1, naming each page that differs (npm run lint:reference)
@@ -16,6 +17,7 @@ import { getMetadataStorage } from 'class-validator';
 import { Environment } from '../src/config/environment';
 import { ERROR_CATALOG } from '../src/shared/errors/error-catalog';
 import { EVENT_TYPES } from '../src/modules/webhooks/domain/event-types';
+import { AUDIT_ACTIONS } from '../src/shared/audit/audit-trail';
 
 const ROOT = join(__dirname, '..');
 const OUT = join(ROOT, 'docs/reference');
@@ -268,6 +270,22 @@ function events(): string {
   );
 }
 
+// ---------------------------------------------------------------- audit actions
+
+function auditActions(): string {
+  const rows = Object.entries(AUDIT_ACTIONS).map(([action, meaning]) => [`\`${action}\``, meaning]);
+  return page(
+    'Audit log actions',
+    '`src/shared/audit/audit-trail.ts`',
+    [
+      `What the audit log records, ${rows.length} actions in all: the \`action\` of an event of ` +
+        '`GET /api/audit-events` (and the values its `action` filter takes). Events, their actor, the hash chain and ' +
+        'who may read them are described in [Concepts: the audit log](../concepts.md#the-audit-log).',
+    ],
+    table(['action', 'when'], rows),
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const pages: Record<string, () => string> = {
@@ -275,6 +293,7 @@ const pages: Record<string, () => string> = {
   'errors.md': errors,
   'configuration.md': configuration,
   'events.md': events,
+  'audit.md': auditActions,
 };
 
 const check = process.argv.includes('--check');

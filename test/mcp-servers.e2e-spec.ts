@@ -293,6 +293,26 @@ describe('MCP servers as plugins', () => {
     });
   });
 
+
+  it("records a server's connection, change and removal in the audit log, its header masked", async () => {
+    const created = await connect({ name: 'audited', url: mcp.url, headers: { Authorization: SECRET } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const changed = await t.http().patch(`/api/mcp-servers/${id}`).set(bearer(org.admin)).send({ allowedTools: ['echo'] });
+    expect(changed.status).toBe(200);
+    expect((await t.http().delete(`/api/mcp-servers/${id}`).set(bearer(org.admin))).status).toBe(204);
+
+    const audit = read(await t.http().get(`/api/audit-events?targetId=${id}`).set(bearer(org.admin)));
+    const [deleted, updated, connected] = audit.body.data;
+    expect(connected).toMatchObject({
+      action: 'mcp_server.created',
+      actor: { type: 'user', id: org.admin.id },
+      target: { type: 'mcp_server', id, name: 'audited' },
+      changes: { after: { url: mcp.url } },
+    });
+    expect(updated).toMatchObject({ action: 'mcp_server.updated', changes: { after: { allowedTools: ['echo'] } } });
+    expect(deleted).toMatchObject({ action: 'mcp_server.deleted', target: { type: 'mcp_server', id, name: 'audited' } });
+  });
   it('serves its tools to llm.agent: the model calls one and reads its output', async () => {
     const agent = await registerAgent(t, org, {
       name: 'mcp-user',

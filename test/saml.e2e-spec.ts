@@ -358,6 +358,19 @@ describe('SAML SSO', () => {
       // Made by SAML: no password signs this user in.
       const password = await t.http().post('/api/auth/login').send({ email, password: PASSWORD });
       expect({ status: password.status, code: password.body.error?.code }).toEqual({ status: 401, code: 'INVALID_CREDENTIALS' });
+      // The audit log has the user's creation and its sign-in through SAML, by the user.
+      const audit = await t.http().get(`/api/audit-events?targetId=${who.body.user.id}&limit=100`).set(bearer(org.admin));
+      const actions = audit.body.data.map((e: { action: string; outcome: string }) => `${e.action}:${e.outcome}`);
+      expect(actions).toEqual(expect.arrayContaining(['auth.signed_in:success', 'user.created:success']));
+      const signedIn = audit.body.data.find(
+        (e: { action: string; outcome: string }) => e.action === 'auth.signed_in' && e.outcome === 'success',
+      );
+      expect(signedIn.actor).toMatchObject({
+        type: 'user',
+        id: who.body.user.id,
+        name: email,
+        via: 'saml',
+      });
     });
 
     it('maps the groups in order and falls back to the default role', async () => {
@@ -469,6 +482,8 @@ describe('SAML SSO', () => {
       const login = await startLogin(org);
       await expectRefused(org, samlResponseXml(userResponse(org, login, email, ['admins'])), []);
       expect(await userByEmail(email)).toMatchObject({ disabled: true, role: 'member' });
+      const refused = await t.http().get(`/api/audit-events?targetId=${id}&action=auth.signed_in`).set(bearer(org.admin));
+      expect(refused.body.data[0]).toMatchObject({ outcome: 'denied', actor: { type: 'anonymous', name: email, via: 'saml' } });
     });
 
     it("never signs in an operator account, even when the operator's own organization asserts it", async () => {

@@ -135,6 +135,7 @@ export async function upgradeFixture(input: FixtureInput) {
         family_id: id(),
         credentials_version: 0,
         token_hash: token.hash,
+        via: null,
         expires_at: ahead(20),
         used_at: token.used,
         revoked_at: token.revoked,

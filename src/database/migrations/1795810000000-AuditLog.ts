@@ -1,7 +1,8 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The audit log (`audit_events`) and each organization's chain head. The table is append-only
+ * The audit log (`audit_events`) and each organization's chain head, and how a session's user
+ * signed in (`refresh_tokens.via`, for the audit log's actor). The table is append-only
  * whoever connects: a trigger refuses every DELETE and TRUNCATE, and every UPDATE but the one
  * that seals an unsealed event (sets its sequence and hashes, and nothing else). A superuser
  * can still switch the trigger off; the hash chain shows what was changed then.
@@ -41,9 +42,11 @@ export class AuditLog1795810000000 implements MigrationInterface {
     await queryRunner.query(
       `CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON "audit_events" FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only()`,
     );
+    await queryRunner.query(`ALTER TABLE "refresh_tokens" ADD "via" character varying(8)`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`ALTER TABLE "refresh_tokens" DROP COLUMN "via"`);
     await queryRunner.query(`DROP TABLE "audit_chain_heads"`);
     await queryRunner.query(`DROP TABLE "audit_events"`);
     await queryRunner.query(`DROP FUNCTION audit_events_append_only()`);

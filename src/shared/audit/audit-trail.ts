@@ -1,3 +1,5 @@
+import { canonicalJson } from '../json/canonical-json';
+
 /**
  * The audit trail's port: who did what to which object, written by the module that made the
  * change, in the change's own transaction (a committed change always has its event; a
@@ -126,7 +128,7 @@ export function changedFields(before: object, after: object): AuditChanges {
   const old = before as Record<string, unknown>;
   const now = after as Record<string, unknown>;
   const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].filter(
-    (key) => !['createdAt', 'updatedAt'].includes(key) && JSON.stringify(old[key]) !== JSON.stringify(now[key]),
+    (key) => !['createdAt', 'updatedAt'].includes(key) && canonicalJson(old[key]) !== canonicalJson(now[key]),
   );
   return { before: Object.fromEntries(keys.map((k) => [k, old[k]])), after: Object.fromEntries(keys.map((k) => [k, now[k]])) };
 }

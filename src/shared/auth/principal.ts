@@ -4,10 +4,13 @@ import type { Scope } from './scopes';
 export const ROLES = ['admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
+/** How a person signed in. */
+export type SignInMethod = 'password' | 'saml' | 'oidc';
+
 /** How the caller proved who it is. */
 export type Credential =
   /** A signed-in person's access token (JWT); `via` how they signed in (tokens issued before it was recorded have none). */
-  | { type: 'session'; via?: 'password' | 'saml' | 'oidc' }
+  | { type: 'session'; via?: SignInMethod }
   /** An API key; `scopes` null: everything the role allows. */
   | { type: 'api_key'; keyId: string; serviceAccountId: string | null; scopes: readonly Scope[] | null };
 

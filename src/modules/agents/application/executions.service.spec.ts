@@ -1,5 +1,6 @@
 import { NoOpTransactionalAdapter, TransactionHost } from '@nestjs-cls/transactional';
 import { Submission, Submitted } from '../../../queue/durable-jobs';
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
@@ -98,6 +99,7 @@ function setup() {
   const agents = new FakeAgentsService();
   const executions = new InMemoryExecutionRepository();
   const jobs = new FakeExecutionJobs(executions);
+  const audit = new RecordingAuditTrail();
   // These cases read no conversation: no transcript store, no deltas.
   const service = new ExecutionsService(
     agents as unknown as AgentsService,
@@ -105,8 +107,9 @@ function setup() {
     jobs as unknown as ExecutionJobs,
     {} as TranscriptRepository,
     new AgentDeltas({ onData: () => undefined } as unknown as Signals),
+    audit,
   );
-  return { service, agents, executions, jobs };
+  return { service, agents, executions, jobs, audit };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<DomainError> {
@@ -227,12 +230,20 @@ describe('ExecutionsService', () => {
     }
 
     it('cancels a queued execution and hands the record and its kind to the job kind', async () => {
-      const { service, jobs, agent, execution } = await queued();
+      const { service, jobs, audit, agent, execution } = await queued();
 
       const canceled = await service.cancel(caller, agent.id, execution.id);
 
       expect(canceled).toMatchObject({ id: execution.id, status: 'canceled', error: CANCELED, finishedAt: expect.any(Date) });
       expect(jobs.canceledCalls).toEqual([{ record: canceled, labels: { kind: 'llm.chat' } }]);
+      expect(audit.entries).toEqual([
+        {
+          organizationId: ORG,
+          action: 'execution.canceled',
+          target: { type: 'execution', id: execution.id, name: agent.name },
+          changes: { after: { status: 'canceled', agentId: agent.id } },
+        },
+      ]);
     });
 
     it('cancels a running execution', async () => {
@@ -245,13 +256,14 @@ describe('ExecutionsService', () => {
     it.each(['succeeded', 'failed', 'timed_out', 'canceled'] as const)(
       'refuses a %s execution with NOT_CANCELABLE naming its status',
       async (status) => {
-        const { service, executions, jobs, agent, execution } = await queued(status);
+        const { service, executions, jobs, audit, agent, execution } = await queued(status);
 
         const error = await rejection(service.cancel(caller, agent.id, execution.id));
 
         expect(error.code).toBe('NOT_CANCELABLE');
         expect(error.message).toBe(`The execution is already ${status} and cannot be canceled`);
         expect(jobs.canceledCalls).toEqual([]);
+        expect(audit.entries).toEqual([]);
         expect((await executions.findById(execution.id))?.status).toBe(status);
       },
     );

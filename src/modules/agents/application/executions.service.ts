@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Submitted } from '../../../queue/durable-jobs';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
@@ -39,6 +40,7 @@ export class ExecutionsService {
     private readonly jobs: ExecutionJobs,
     private readonly transcripts: TranscriptRepository,
     private readonly deltas: AgentDeltas,
+    private readonly audit: AuditTrail,
   ) {}
 
   /**
@@ -116,12 +118,25 @@ export class ExecutionsService {
     return this.executions.history(caller.organizationId, page, filter);
   }
 
-  /** Queued or running -> canceled; a running plugin call is aborted through its signal. */
+  /**
+   * Queued or running -> canceled; a running plugin call is aborted through its signal. The
+   * audit event is written in the cancel's transaction, once the guarded update canceled it.
+   */
   async cancel(caller: Principal, agentId: string, id: string): Promise<Execution> {
     const agent = await this.agents.get(caller.organizationId, agentId);
-    const canceled = await this.jobs.cancel(() => this.executions.cancel(caller.organizationId, agentId, id, CANCELED), {
-      kind: agent.kind,
-    });
+    const change = async () => {
+      const execution = await this.executions.cancel(caller.organizationId, agentId, id, CANCELED);
+      if (execution) {
+        await this.audit.record({
+          organizationId: execution.organizationId,
+          action: 'execution.canceled',
+          target: { type: 'execution', id: execution.id, name: agent.name },
+          changes: { after: { status: execution.status, agentId: agent.id } },
+        });
+      }
+      return execution;
+    };
+    const canceled = await this.jobs.cancel(change, { kind: agent.kind });
     if (!canceled) {
       const execution = await this.get(caller, agentId, id);
       throw new DomainError('NOT_CANCELABLE', `The execution is already ${execution.status} and cannot be canceled`);
@@ -150,7 +165,7 @@ export class ExecutionsService {
     agentId: string,
     id: string,
     triggeredBy: Trigger,
-  ): Promise<{ submitted: Submitted<Execution>; kind: string }> {
+  ): Promise<{ submitted: Submitted<Execution>; kind: string; agentName: string }> {
     const old = await this.executions.find(organizationId, agentId, id);
     if (!old) throw executionNotFound();
     assertRetryable(old);
@@ -160,11 +175,20 @@ export class ExecutionsService {
       assertRetryable((await this.executions.find(organizationId, agentId, id)) ?? old);
       throw executionNotFound(); // deleted meanwhile, with its agent
     }
+    await this.audit.record({
+      organizationId,
+      action: 'execution.retried',
+      target: { type: 'execution', id: old.id, name: enqueued.agentName },
+      changes: { after: { retriedBy: enqueued.submitted.record.id, agentId } },
+    });
     return enqueued;
   }
 
   /** The agent read, then its execution recorded and queued (see DurableJobKind.enqueue: one statement, or in the caller's transaction). */
-  private async enqueue(organizationId: string, request: ExecuteRequest): Promise<{ submitted: Submitted<Execution>; kind: string }> {
+  private async enqueue(
+    organizationId: string,
+    request: ExecuteRequest,
+  ): Promise<{ submitted: Submitted<Execution>; kind: string; agentName: string }> {
     // The agent's plugin is installed: uninstall is refused while an agent uses it.
     const agent = await this.agents.get(organizationId, request.agentId);
     if (agent.inputSchema) assertTenantSchema(agent.inputSchema, request.input, 'input', `The input of agent '${agent.name}'`);
@@ -192,6 +216,6 @@ export class ExecutionsService {
         ? { organizationId, scope: `agent:${agent.id}`, key: request.idempotencyKey, body: { input: request.input } }
         : undefined,
     });
-    return { submitted, kind: agent.kind };
+    return { submitted, kind: agent.kind, agentName: agent.name };
   }
 }

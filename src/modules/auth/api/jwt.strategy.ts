@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { ExtractJwt, Strategy } from 'passport-jwt';
 import { AppConfig } from '../../../config/app-config';
-import { Principal } from '../../../shared/auth/principal';
+import { Principal, SignInMethod } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { UserRepository } from '../../users/domain/user.repository';
 import { AccessClaims, checkedClaims } from '../application/access-tokens';
@@ -41,7 +41,11 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       role: user.role,
       isOperator: user.isOperator,
       email: user.email,
-      credential: { type: 'session' },
+      credential: { type: 'session', ...(isSignInMethod(claims.via) ? { via: claims.via } : {}) },
     };
   }
+}
+
+function isSignInMethod(value: unknown): value is SignInMethod {
+  return value === 'password' || value === 'saml' || value === 'oidc';
 }

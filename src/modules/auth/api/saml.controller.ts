@@ -72,7 +72,7 @@ export class SamlController {
   @ApiOkResponse({ type: TokenPairResponse })
   @ApiPublicErrors('VALIDATION_FAILED', 'SAML_INVALID')
   async exchange(@Body() body: ExchangeCodeRequest): Promise<TokenPairResponse> {
-    return this.auth.issue(await this.signIn.exchange(body.code));
+    return this.auth.issue(await this.signIn.exchange(body.code), { via: 'saml' });
   }
 
   @Get(':org/metadata')
@@ -113,7 +113,7 @@ export class SamlController {
     if (!wantsJson && typeof relayState === 'string' && relayState) {
       return res.redirect(302, await this.signIn.redirectWithCode(slug(org), req.user, relayState));
     }
-    res.status(200).json(await this.auth.issue(req.user));
+    res.status(200).json(await this.auth.issue(req.user, { via: 'saml' }));
   }
 }
 

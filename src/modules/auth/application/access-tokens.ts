@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
-import { Role } from '../../../shared/auth/principal';
+import { Role, SignInMethod } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 
 export interface AccessClaims {
@@ -11,6 +11,8 @@ export interface AccessClaims {
   jti: string;
   /** The user's credentials version when issued. */
   ver: number;
+  /** How the user signed in (absent from tokens issued before it was recorded). */
+  via?: SignInMethod;
   iat: number;
   exp: number;
 }
@@ -23,9 +25,9 @@ export interface AccessClaims {
 export class AccessTokens {
   constructor(private readonly jwt: JwtService) {}
 
-  sign(user: { id: string; organizationId: string; role: Role; credentialsVersion: number }): Promise<string> {
+  sign(user: { id: string; organizationId: string; role: Role; credentialsVersion: number }, via: SignInMethod | null): Promise<string> {
     return this.jwt.signAsync(
-      { org: user.organizationId, role: user.role, ver: user.credentialsVersion },
+      { org: user.organizationId, role: user.role, ver: user.credentialsVersion, ...(via ? { via } : {}) },
       { subject: user.id, jwtid: randomUUID() },
     );
   }

@@ -1,3 +1,4 @@
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { JwtService } from '@nestjs/jwt';
 import { ThrottlerStorageService } from '@nestjs/throttler';
 import { loadConfig } from '../../../config/app-config';
@@ -32,6 +33,7 @@ describe('AuthService', () => {
   let throttlerStorage: ThrottlerStorageService;
   let accessTokens: AccessTokens;
   let auth: AuthService;
+  let audit: RecordingAuditTrail;
   let organization: Organization;
   let hasher: FakePasswordHasher;
 
@@ -50,6 +52,7 @@ describe('AuthService', () => {
         verifyOptions: { algorithms: ['HS256'], issuer, audience },
       }),
     );
+    audit = new RecordingAuditTrail();
     auth = new AuthService(
       users,
       hasher,
@@ -59,6 +62,7 @@ describe('AuthService', () => {
       new LoginLimiter(throttlerStorage, config),
       config,
       saml,
+      audit,
     );
     organization = organizations.add(Organization.create({ slug: 'acme', name: 'Acme', tier: 'enterprise' }));
   });

@@ -1,7 +1,8 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
-import { Principal } from '../../../shared/auth/principal';
+import { AuditEntry, AuditOutcome, AuditTrail } from '../../../shared/audit/audit-trail';
+import { Principal, SignInMethod } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
@@ -35,6 +36,7 @@ export class AuthService {
     private readonly limiter: LoginLimiter,
     private readonly config: AppConfig,
     private readonly saml: SamlStore,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** Unknown email and wrong password answer alike, after the same argon2 work. */
@@ -42,13 +44,24 @@ export class AuthService {
     await this.limiter.attempt(ip, email);
     const user = await this.users.findByEmail(email);
     const valid = user?.passwordHash ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyDummy(password);
-    if (!user || !valid || !user.canSignIn) throw new DomainError('INVALID_CREDENTIALS', BAD_LOGIN);
+    if (!user || !valid || !user.canSignIn) {
+      // An unknown email belongs to no organization: there is no log to write it in.
+      if (user) await this.audit.record(signInEntry(user, 'password', 'failure'));
+      throw new DomainError('INVALID_CREDENTIALS', BAD_LOGIN);
+    }
     // Enforced SSO: only admins keep a password login, as a break-glass.
     const sso = user.role === 'admin' ? null : await this.saml.settings(user.organizationId);
     if (sso?.enabled && sso.enforced) {
+      await this.audit.record(signInEntry(user, 'password', 'denied'));
       throw new DomainError('FORBIDDEN', 'This organization signs in through SSO (GET /api/auth/saml/<organization>/login)');
     }
-    return this.issue(user);
+    return this.signedIn(user);
+  }
+
+  @Transactional()
+  private async signedIn(user: User): Promise<TokenPair> {
+    await this.audit.record(signInEntry(user, 'password', 'success'));
+    return this.issue(user, { via: 'password' });
   }
 
   /**
@@ -73,7 +86,7 @@ export class AuthService {
     if (!record.isActive()) return null;
     const user = await this.users.findById(record.props.organizationId, record.props.userId);
     if (!user?.canSignIn || user.credentialsVersion !== record.props.credentialsVersion) return null;
-    return this.issue(user, record.props.familyId);
+    return this.issue(user, { familyId: record.props.familyId, via: record.props.via });
   }
 
   /**
@@ -91,6 +104,11 @@ export class AuthService {
     await this.users.update(user);
     // The other sessions' refresh tokens carry the old version: move them along, so only this session ends.
     await this.refreshTokens.moveToVersion(user.id, user.credentialsVersion, record?.props.familyId);
+    await this.audit.record({
+      organizationId: user.organizationId,
+      action: 'auth.signed_out',
+      target: { type: 'user', id: user.id, name: user.email },
+    });
   }
 
   async me(caller: Principal): Promise<{ user: User; organization: Organization }> {
@@ -101,16 +119,30 @@ export class AuthService {
     return { user, organization };
   }
 
-  async issue(user: User, familyId?: string): Promise<TokenPair> {
+  /** A token pair for a user who signed in (`via`), or for the next link of a session (`familyId`). */
+  async issue(user: User, session: { familyId?: string; via?: SignInMethod | null } = {}): Promise<TokenPair> {
     const { token, record } = RefreshToken.issue({
       userId: user.id,
       organizationId: user.organizationId,
-      familyId,
+      familyId: session.familyId,
       credentialsVersion: user.credentialsVersion,
       ttlSeconds: this.config.jwt.refreshTtlSeconds,
+      via: session.via,
     });
     await this.refreshTokens.insert(record);
-    const accessToken = await this.accessTokens.sign(user);
+    const accessToken = await this.accessTokens.sign(user, session.via ?? null);
     return { accessToken, tokenType: 'Bearer', expiresIn: this.config.jwt.accessTtlSeconds, refreshToken: token };
   }
+}
+
+/** A sign-in of `user`, as its organization's audit log records it: by the user when it succeeded, by an anonymous caller naming the email when not. */
+export function signInEntry(user: User, via: SignInMethod, outcome: AuditOutcome): AuditEntry {
+  const who = { id: user.id, name: user.email, via };
+  return {
+    organizationId: user.organizationId,
+    action: 'auth.signed_in',
+    target: { type: 'user', id: user.id, name: user.email },
+    outcome,
+    actor: outcome === 'success' ? { type: 'user', ...who } : { type: 'anonymous', id: null, name: user.email, via },
+  };
 }

@@ -1,5 +1,7 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { Principal } from '../../../shared/auth/principal';
@@ -45,6 +47,7 @@ export class SamlSettingsService implements OnApplicationBootstrap {
     private readonly reconciler: JobReconciler,
     private readonly cls: ClsService,
     private readonly outbound: OutboundPolicy,
+    private readonly audit: AuditTrail,
   ) {}
 
   /**
@@ -78,19 +81,35 @@ export class SamlSettingsService implements OnApplicationBootstrap {
     return { settings, serviceProvider: serviceProviderFor(this.config.publicUrl, organization.slug) };
   }
 
+  @Transactional()
   async configure(caller: Principal, input: SamlSettingsInput): Promise<ConfiguredSaml> {
     await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
     const organization = await this.organizationsService.require(caller.organizationId);
     const settings = this.normalize(input);
+    const before = await this.store.settings(organization.id);
     await this.store.saveSettings(organization.id, settings);
+    await this.audit.record({
+      organizationId: organization.id,
+      action: 'saml.settings_updated',
+      target: { type: 'saml_settings', id: organization.id, name: settings.idpEntityId },
+      changes: before ? changedFields(before, settings) : { after: settings },
+    });
     this.logger.log({ msg: 'SAML settings saved', organization: organization.slug, idp: settings.idpEntityId, by: caller.userId });
     return { settings, serviceProvider: serviceProviderFor(this.config.publicUrl, organization.slug) };
   }
 
+  @Transactional()
   async remove(caller: Principal): Promise<void> {
     await this.subscriptions.assertFeature(caller.organizationId, SAML_FEATURE);
-    if (!(await this.store.deleteSettings(caller.organizationId)))
+    const before = await this.store.settings(caller.organizationId);
+    if (!before || !(await this.store.deleteSettings(caller.organizationId)))
       throw new DomainError('NOT_FOUND', 'SAML is not configured for this organization');
+    await this.audit.record({
+      organizationId: caller.organizationId,
+      action: 'saml.settings_deleted',
+      target: { type: 'saml_settings', id: caller.organizationId, name: before.idpEntityId },
+      changes: { before },
+    });
   }
 
   private normalize(input: SamlSettingsInput): SamlSettings {

@@ -1,3 +1,4 @@
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { randomUUID } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
@@ -98,8 +99,7 @@ describe('SamlSignInService', () => {
       organizations,
       new TierFeatures(organizations) as unknown as SubscriptionService,
       users,
-      new QuotaCheckingUsers(users, organizations) as unknown as UsersService,
-    );
+      new QuotaCheckingUsers(users, organizations) as unknown as UsersService, new RecordingAuditTrail());
     acme = organizations.add(Organization.create({ slug: 'acme', name: 'Acme', tier: 'enterprise' }));
     settings = {
       idpEntityId: IDP,

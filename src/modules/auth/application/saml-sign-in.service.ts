@@ -2,6 +2,8 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Profile, SAML, SamlConfig, ValidateInResponseTo } from '@node-saml/passport-saml';
 import { AppConfig } from '../../../config/app-config';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
+import { Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { Organization } from '../../organizations/domain/organization';
@@ -14,6 +16,7 @@ import { addressingProblem } from '../domain/saml-checks';
 import { isAllowedRedirect, roleFor, SAML_FEATURE, SamlSettings, serviceProviderFor } from '../domain/saml-settings';
 import { samlInvalid } from '../domain/saml.errors';
 import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
+import { signInEntry } from './auth.service';
 import { RequestIdCache } from './request-id-cache';
 
 const NAME_ID_EMAIL = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
@@ -37,6 +40,7 @@ export class SamlSignInService {
     private readonly subscriptions: SubscriptionService,
     private readonly users: UserRepository,
     private readonly usersService: UsersService,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** node-saml's options for the organization, with a request-id cache of this request's own. */
@@ -83,9 +87,10 @@ export class SamlSignInService {
 
   /**
    * After node-saml validated the response: provisions or updates the user. The response's
-   * AuthnRequest id must have been used by this very request (a replay racing it loses).
+   * AuthnRequest id must have been used by this very request (a replay racing it loses). The
+   * organization's audit log records the sign-in, and a refused account (after the refusal,
+   * which writes nothing else).
    */
-  @Transactional()
   async signIn(slug: string, profile: Profile | null, cache: RequestIdCache): Promise<User> {
     const { organization, settings } = await this.enabled(slug);
     if (!profile) throw samlInvalid('The response carries no assertion');
@@ -116,16 +121,31 @@ export class SamlSignInService {
             ? 'the account is an instance operator, who signs in with a password only'
             : 'the account is disabled';
       this.logger.warn({ msg: 'SAML sign-in refused', organization: slug, reason });
+      if (existing.organizationId === organization.id) await this.audit.record(signInEntry(existing, 'saml', 'denied'));
       throw samlInvalid('This account cannot sign in here');
     }
+    return this.provision(organization, existing, { email, role, ...names });
+  }
+
+  /** Updates the user from the assertion, or creates it; with its sign-in, in one transaction. */
+  @Transactional()
+  private async provision(
+    organization: Organization,
+    existing: User | null,
+    asserted: { email: string; role: Role; firstName: string | null; lastName: string | null },
+  ): Promise<User> {
+    const { email: _email, ...changes } = asserted;
+    let user: User;
     if (existing) {
-      existing.change({ role, ...names });
+      existing.change(changes);
       await this.users.update(existing);
-      this.logger.log({ msg: 'SAML sign-in', organization: slug, userId: existing.id, role });
-      return existing;
+      this.logger.log({ msg: 'SAML sign-in', organization: organization.slug, userId: existing.id, role: asserted.role });
+      user = existing;
+    } else {
+      user = await this.usersService.create(organization.id, asserted);
+      this.logger.log({ msg: 'SAML sign-in, user provisioned', organization: organization.slug, userId: user.id, role: asserted.role });
     }
-    const user = await this.usersService.create(organization.id, { email, role, ...names });
-    this.logger.log({ msg: 'SAML sign-in, user provisioned', organization: slug, userId: user.id, role });
+    await this.audit.record(signInEntry(user, 'saml', 'success'));
     return user;
   }
 

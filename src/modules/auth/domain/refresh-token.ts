@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { SignInMethod } from '../../../shared/auth/principal';
 
 export interface RefreshTokenProps {
   id: string;
@@ -8,6 +9,8 @@ export interface RefreshTokenProps {
   /** The user's credentials version when issued: a later password, role or status change refuses it. */
   credentialsVersion: number;
   tokenHash: string;
+  /** How the session's user signed in: every access token of the family says so. */
+  via: SignInMethod | null;
   expiresAt: Date;
   usedAt: Date | null;
   revokedAt: Date | null;
@@ -21,7 +24,14 @@ export interface RefreshTokenProps {
 export class RefreshToken {
   private constructor(readonly props: Readonly<RefreshTokenProps>) {}
 
-  static issue(input: { userId: string; organizationId: string; familyId?: string; credentialsVersion: number; ttlSeconds: number }): {
+  static issue(input: {
+    userId: string;
+    organizationId: string;
+    familyId?: string;
+    credentialsVersion: number;
+    ttlSeconds: number;
+    via?: SignInMethod | null;
+  }): {
     token: string;
     record: RefreshToken;
   } {
@@ -34,6 +44,7 @@ export class RefreshToken {
       familyId: input.familyId ?? randomUUID(),
       credentialsVersion: input.credentialsVersion,
       tokenHash: RefreshToken.hash(token),
+      via: input.via ?? null,
       expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000),
       usedAt: null,
       revokedAt: null,

@@ -12,6 +12,7 @@ export class RefreshTokenRow {
   @Column('uuid', { name: 'family_id' }) familyId!: string;
   @Column('integer', { name: 'credentials_version', default: 0 }) credentialsVersion!: number;
   @Column('char', { name: 'token_hash', length: 64 }) tokenHash!: string;
+  @Column('varchar', { length: 8, nullable: true }) via!: 'password' | 'saml' | 'oidc' | null;
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
   @Column('timestamp with time zone', { name: 'used_at', precision: 3, nullable: true }) usedAt!: Date | null;
   @Column('timestamp with time zone', { name: 'revoked_at', precision: 3, nullable: true }) revokedAt!: Date | null;

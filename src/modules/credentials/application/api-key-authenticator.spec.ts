@@ -1,7 +1,9 @@
 import { EventEmitter } from 'node:events';
+import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { ThrottlerStorageService } from '@nestjs/throttler';
 import { AppConfig } from '../../../config/app-config';
 import { Signals } from '../../../queue/signals';
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { Principal } from '../../../shared/auth/principal';
 import { Scope } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -21,6 +23,8 @@ const ORG = '00000000-0000-4000-8000-00000000000a';
 const IP = '203.0.113.7';
 /** Failed authentications an address may have in a window, here. */
 const FAILURES_PER_IP = 3;
+
+const transactions = inlineTransactions();
 
 /** Signals of one process: delivered at once, as Signals does locally. */
 class LocalSignals {
@@ -69,6 +73,14 @@ class InMemoryKeys extends ApiKeyRepository {
   async touch(id: string) {
     this.touched.push(id);
   }
+  /** Keys whose first use was marked (the keys themselves are left as the spec holds them). */
+  readonly used = new Set<string>();
+  async markFirstUsed(id: string) {
+    if (this.used.has(id) || this.keys.get(id)?.toProps().lastUsedAt) return false;
+    this.used.add(id);
+    this.touched.push(id);
+    return true;
+  }
 }
 
 class InMemoryAccounts extends ServiceAccountRepository {
@@ -115,6 +127,7 @@ describe('ApiKeyAuthenticator', () => {
   let signals: LocalSignals;
   let storage: ThrottlerStorageService;
   let rateLimitEnabled: boolean;
+  let audit: RecordingAuditTrail;
 
   /** Another authenticator over the same keys: another process, with its own trust (the counters are shared). */
   const make = () => {
@@ -124,7 +137,7 @@ describe('ApiKeyAuthenticator', () => {
       },
       loginLimits: { perIp: FAILURES_PER_IP, perEmail: 10, windowSeconds: 60 },
     } as AppConfig;
-    return new ApiKeyAuthenticator(keys, accounts, users, new ApiKeyFailureLimiter(storage, config), signals as unknown as Signals);
+    return new ApiKeyAuthenticator(keys, accounts, users, new ApiKeyFailureLimiter(storage, config), signals as unknown as Signals, audit);
   };
 
   beforeEach(async () => {
@@ -134,6 +147,7 @@ describe('ApiKeyAuthenticator', () => {
     signals = new LocalSignals();
     storage = new ThrottlerStorageService();
     rateLimitEnabled = true;
+    audit = new RecordingAuditTrail();
     authenticator = make();
     account = ServiceAccount.create({ organizationId: ORG, name: 'exporter', role: 'member' });
     await accounts.insert(account);
@@ -170,6 +184,29 @@ describe('ApiKeyAuthenticator', () => {
       email: 'exporter',
       credential: { type: 'api_key', keyId: key.id, serviceAccountId: account.id, scopes: ['agents:read'] },
     });
+    expect(keys.touched).toEqual([key.id]);
+  });
+
+  it("records the key's first use once, in a transaction with its lastUsedAt, as done by the key itself", async () => {
+    const { key, secret } = await issue({ type: 'service_account', id: account.id });
+    const inTransaction: boolean[] = [];
+    const record = audit.record.bind(audit);
+    audit.record = (...entries) => {
+      inTransaction.push(transactions.isTransactionActive());
+      return record(...entries);
+    };
+    await authenticator.authenticate(secret, IP);
+    // Another process, which has not seen the key yet: the guarded update was made already.
+    await make().authenticate(secret, IP);
+    expect(audit.entries).toEqual([
+      {
+        organizationId: ORG,
+        action: 'api_key.first_used',
+        target: { type: 'api_key', id: key.id, name: 'k' },
+        actor: { type: 'api_key', id: key.id, name: 'k', via: 'key' },
+      },
+    ]);
+    expect(inTransaction).toEqual([true]);
     expect(keys.touched).toEqual([key.id]);
   });
 

@@ -1,5 +1,7 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { USER_CHANGED } from '../../users/application/users.service';
@@ -46,6 +48,7 @@ export class ApiKeyAuthenticator {
     private readonly users: UserRepository,
     private readonly limiter: ApiKeyFailureLimiter,
     signals: Signals,
+    private readonly audit: AuditTrail,
   ) {
     signals.on(API_KEY_CHANGED, (keyId) => this.forget(keyId));
     signals.on(SERVICE_ACCOUNT_CHANGED, (accountId) => this.forgetOwner(accountId));
@@ -105,10 +108,30 @@ export class ApiKeyAuthenticator {
     const props = key.toProps();
     const principal = await this.principalOf(key);
     if (!principal) throw notValid();
-    if (!props.lastUsedAt || now - props.lastUsedAt.getTime() >= LAST_USED_EVERY_MS) {
+    if (!props.lastUsedAt) {
+      // Awaited: the first use is in the audit log by the time the request is answered.
+      await this.firstUse(key).catch((error: Error) => this.logger.warn(`first use of ${key.id} not recorded: ${error.message}`));
+    } else if (now - props.lastUsedAt.getTime() >= LAST_USED_EVERY_MS) {
       this.keys.touch(key.id).catch((error: Error) => this.logger.warn(`lastUsedAt of ${key.id} not updated: ${error.message}`));
     }
     return { principal, key, until: now + TRUST_MS };
+  }
+
+  /**
+   * lastUsedAt set and 'api_key.first_used' recorded in one transaction, by the call whose
+   * guarded update set it: once per key, whichever request or instance comes first, and never
+   * one without the other. The actor is the key itself.
+   */
+  @Transactional()
+  private async firstUse(key: ApiKey): Promise<void> {
+    if (!(await this.keys.markFirstUsed(key.id))) return;
+    const { id, organizationId, name } = key.toProps();
+    await this.audit.record({
+      organizationId,
+      action: 'api_key.first_used',
+      target: { type: 'api_key', id, name },
+      actor: { type: 'api_key', id, name, via: 'key' },
+    });
   }
 
   /** The principal the key acts as: its owner now (role, status), narrowed by the key's scopes; null when the owner may not. */

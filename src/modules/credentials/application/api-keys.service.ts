@@ -1,6 +1,7 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
+import { AuditAction, AuditChanges, AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { Scope } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -52,6 +53,7 @@ export class ApiKeysService {
     private readonly users: UserRepository,
     private readonly subscription: SubscriptionService,
     private readonly signals: Signals,
+    private readonly audit: AuditTrail,
   ) {}
 
   @Transactional()
@@ -73,6 +75,7 @@ export class ApiKeysService {
     });
     await this.keys.insert(issued.key);
     await this.record(caller, issued.key, 'created');
+    await this.audit.record({ ...audited(issued.key, 'api_key.created'), changes: { after: described(issued.key) } });
     return { key: issued.key, secret: issued.secret };
   }
 
@@ -106,8 +109,16 @@ export class ApiKeysService {
     return this.policy.maxLifetimeDays(organizationId);
   }
 
+  @Transactional()
   async setMaxLifetimeDays(organizationId: string, days: number | null): Promise<number | null> {
+    const before = await this.policy.maxLifetimeDays(organizationId);
     await this.policy.setMaxLifetimeDays(organizationId, days);
+    await this.audit.record({
+      organizationId,
+      action: 'api_key.policy_updated',
+      target: { type: 'api_key_policy', id: organizationId, name: null },
+      changes: changedFields({ maxLifetimeDays: before }, { maxLifetimeDays: days }),
+    });
     return days;
   }
 
@@ -117,6 +128,7 @@ export class ApiKeysService {
     key.revoke();
     await this.keys.update(key);
     await this.record(caller, key, 'revoked');
+    await this.audit.record({ ...audited(key, 'api_key.revoked'), changes: { after: { revokedAt: key.toProps().revokedAt } } });
   }
 
   @Transactional()
@@ -125,6 +137,9 @@ export class ApiKeysService {
     const secret = key.rotate(graceSeconds);
     await this.keys.update(key);
     await this.record(caller, key, 'rotated');
+    // When the secret rotated out stops working; never a secret nor a hash.
+    const rotated: AuditChanges = { after: { graceSeconds, previousValidUntil: key.toProps().previousExpiresAt } };
+    await this.audit.record({ ...audited(key, 'api_key.rotated'), changes: rotated });
     return { key, secret };
   }
 
@@ -157,4 +172,14 @@ export class ApiKeysService {
       at: new Date(),
     });
   }
+}
+
+function audited(key: ApiKey, action: Extract<AuditAction, `api_key.${string}`>) {
+  return { organizationId: key.organizationId, action, target: { type: 'api_key', id: key.id, name: key.toProps().name } };
+}
+
+/** A key as the audit log shows it: whose it is, what it may do, until when; never its secret, hash or prefix. */
+function described(key: ApiKey) {
+  const { name, owner, scopes, expiresAt } = key.toProps();
+  return { name, owner, scopes, expiresAt };
 }

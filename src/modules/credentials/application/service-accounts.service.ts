@@ -1,6 +1,7 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
+import { AuditAction, AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -17,6 +18,7 @@ export class ServiceAccountsService {
   constructor(
     private readonly accounts: ServiceAccountRepository,
     private readonly signals: Signals,
+    private readonly audit: AuditTrail,
   ) {}
 
   @Transactional()
@@ -29,6 +31,7 @@ export class ServiceAccountsService {
     }
     const account = ServiceAccount.create({ organizationId: caller.organizationId, ...input });
     await this.accounts.insert(account);
+    await this.audit.record({ ...audited(account, 'service_account.created'), changes: { after: described(account) } });
     return account;
   }
 
@@ -43,9 +46,8 @@ export class ServiceAccountsService {
   }
 
   async update(caller: Principal, id: string, patch: { name?: string; role?: Role; disabled?: boolean }): Promise<ServiceAccount> {
-    const account = await this.get(caller, id);
-    account.change(patch);
-    await this.accounts.update(account);
+    const account = await this.updateStored(caller, id, patch);
+    // After the commit: its keys are read again with their next request.
     this.signals.publish(SERVICE_ACCOUNT_CHANGED, account.id);
     return account;
   }
@@ -56,8 +58,33 @@ export class ServiceAccountsService {
   }
 
   @Transactional()
+  private async updateStored(
+    caller: Principal,
+    id: string,
+    patch: { name?: string; role?: Role; disabled?: boolean },
+  ): Promise<ServiceAccount> {
+    const account = await this.get(caller, id);
+    const before = described(account);
+    account.change(patch);
+    await this.accounts.update(account);
+    await this.audit.record({ ...audited(account, 'service_account.updated'), changes: changedFields(before, described(account)) });
+    return account;
+  }
+
+  @Transactional()
   private async deleteStored(caller: Principal, id: string): Promise<void> {
+    const account = await this.get(caller, id);
     if (!(await this.accounts.delete(caller.organizationId, id)))
       throw new DomainError('SERVICE_ACCOUNT_NOT_FOUND', 'Service account not found');
+    await this.audit.record({ ...audited(account, 'service_account.deleted'), changes: { before: described(account) } });
   }
+}
+
+function audited(account: ServiceAccount, action: Extract<AuditAction, `service_account.${string}`>) {
+  return { organizationId: account.organizationId, action, target: { type: 'service_account', id: account.id, name: account.name } };
+}
+
+/** A service account as the audit log shows it. */
+function described(account: ServiceAccount) {
+  return { name: account.name, role: account.role, disabled: account.disabled };
 }

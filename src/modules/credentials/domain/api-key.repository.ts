@@ -22,6 +22,8 @@ export abstract class ApiKeyRepository {
   abstract revokeStale(userId: string, ownerVersion: number): Promise<void>;
   /** Sets lastUsedAt unless it was set less than a minute ago. */
   abstract touch(id: string): Promise<void>;
+  /** Sets lastUsedAt of a key never used; true when this call did (its first use, whichever instance saw it first). */
+  abstract markFirstUsed(id: string): Promise<boolean>;
 }
 
 export abstract class ServiceAccountRepository {

@@ -83,6 +83,11 @@ export class TypeOrmApiKeyRepository extends TypeOrmRepository implements ApiKey
       [id],
     );
   }
+
+  async markFirstUsed(id: string): Promise<boolean> {
+    const result = await this.rows.update({ id, lastUsedAt: IsNull() }, { lastUsedAt: () => 'now()' });
+    return (result.affected ?? 0) === 1;
+  }
 }
 
 @Injectable()

@@ -112,7 +112,7 @@ export class LicenseController {
   @ApiOkResponse({ type: LicenseResponse })
   @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'LICENSE_INVALID')
   async install(@CurrentPrincipal() caller: Principal, @Body() body: InstallLicenseRequest): Promise<LicenseResponse> {
-    await this.licensing.install(body.key, caller.userId);
+    await this.licensing.install(body.key, caller);
     return LicenseResponse.of(await this.licensing.state());
   }
 

@@ -1,3 +1,4 @@
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { createPrivateKey } from 'node:crypto';
 import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Logger } from '@nestjs/common';
@@ -86,7 +87,7 @@ function setup(options: { vendorKeys?: readonly string[]; environmentKeys?: stri
   const { signals, published } = localSignals();
   const trials = new InMemoryTrialRepository();
   const outbound = new OutboundPolicy(config);
-  const service = new LicensingService(config, verifier, licenses, quotas, signals, trials, outbound);
+  const service = new LicensingService(config, verifier, licenses, quotas, signals, trials, outbound, new RecordingAuditTrail());
   return { service, licenses, quotas, published, trials, outbound };
 }
 
@@ -120,7 +121,7 @@ describe('LicensingService', () => {
     it('stores a valid key, answers its claims and tells every process', async () => {
       const { service, licenses, published } = setup();
       const key = await issueLicense(grant({ tier: 'team', seats: 50, maxRateLimitPerMinute: 900 }), vendor.privateKeyPem);
-      const claims = await service.install(key, 'operator-1');
+      const claims = await service.install(key, { userId: 'operator-1', organizationId: 'operators' });
       expect(claims).toMatchObject({ sub: 'Acme', tier: 'team', seats: 50, features: ['webhooks'], maxRateLimitPerMinute: 900 });
       expect(licenses.stored).toEqual({ key, installedBy: 'operator-1', installedAt: expect.any(Date) });
       expect(published).toEqual([[LICENSE_CHANGED, 'installation']]);

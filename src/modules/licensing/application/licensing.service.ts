@@ -1,3 +1,4 @@
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
@@ -47,6 +48,7 @@ export class LicensingService {
     private readonly signals: Signals,
     private readonly trials: TrialRepository,
     outbound: OutboundPolicy,
+    private readonly audit: AuditTrail,
   ) {
     this.signals.on(LICENSE_CHANGED, () => this.cached.clear());
     outbound.allowInternalWhile(() => this.trialEndsAt !== null && Date.now() < this.trialEndsAt);
@@ -91,9 +93,10 @@ export class LicensingService {
     return new LicenseState(license, now, trialStartedAt && new TrialPeriod(trialStartedAt, now));
   }
 
-  async install(key: string, installedBy: string | null): Promise<LicenseClaims> {
+  /** `installedBy`: the operator, whose organization's audit log records it; null at boot (LICENSE_KEY). */
+  async install(key: string, installedBy: { userId: string; organizationId: string } | null): Promise<LicenseClaims> {
     const { claims } = await this.verifier.verify(key);
-    await this.store({ key, installedBy, installedAt: new Date() }, claims);
+    await this.store({ key, installedBy: installedBy?.userId ?? null, installedAt: new Date() }, claims, installedBy?.organizationId ?? null);
     // After the transaction: the other processes re-read the row when they hear of it.
     this.changed();
     return claims;
@@ -115,9 +118,17 @@ export class LicensingService {
 
   /** The row and what the listeners change with it, together or not at all. */
   @Transactional()
-  private async store(license: StoredLicense, claims: LicenseClaims): Promise<void> {
+  private async store(license: StoredLicense, claims: LicenseClaims, organizationId: string | null): Promise<void> {
     await this.licenses.replace(license);
     for (const listener of this.installedListeners) await listener(claims);
+    if (organizationId) {
+      await this.audit.record({
+        organizationId,
+        action: 'license.installed',
+        target: { type: 'license', id: null, name: claims.sub },
+        changes: { after: { customer: claims.sub, tier: claims.tier, seats: claims.seats, expiresAt: new Date(claims.exp * 1000).toISOString() } },
+      });
+    }
   }
 
   private load(): Promise<Loaded> {

@@ -1,3 +1,4 @@
+import { AuditEntry, AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Signals } from '../../../queue/signals';
@@ -39,6 +40,7 @@ export class OrganizationsService implements OnModuleInit {
     private readonly licensing: LicensingService,
     private readonly signals: Signals,
     private readonly config: AppConfig,
+    private readonly audit: AuditTrail,
   ) {}
 
   onModuleInit(): void {
@@ -70,6 +72,7 @@ export class OrganizationsService implements OnModuleInit {
   @Transactional()
   async change(id: string, changes: OrganizationChanges): Promise<Organization> {
     const organization = await this.require(id);
+    const before = described(organization);
     if (changes.tier !== undefined) {
       await this.assertLicensed(changes.tier);
       organization.assignTier(changes.tier);
@@ -94,8 +97,21 @@ export class OrganizationsService implements OnModuleInit {
       organization.setHistoryRetention(changes.historyRetentionDays);
     }
     await this.organizations.update(organization);
+    await this.recordChange(before, organization);
     this.signals.publish(ORGANIZATION_CHANGED, organization.id);
     return organization;
+  }
+
+  /** A new tier is the subscription's change; the rest, the organization's. */
+  private async recordChange(before: ReturnType<typeof described>, organization: Organization): Promise<void> {
+    const { tier: tierBefore, ...restBefore } = before;
+    const { tier, ...rest } = described(organization);
+    const target = { type: 'organization', id: organization.id, name: organization.slug };
+    const entries: AuditEntry[] = [];
+    if (tier !== tierBefore) entries.push({ organizationId: organization.id, action: 'subscription.updated', target, changes: { before: { tier: tierBefore }, after: { tier } } });
+    const changes = changedFields(restBefore, rest);
+    if (Object.keys(changes.after as object).length) entries.push({ organizationId: organization.id, action: 'organization.updated', target, changes });
+    if (entries.length) await this.audit.record(...entries);
   }
 
   /** Enterprise admins set their own limit, within the license's maximum. */
@@ -146,4 +162,14 @@ export class OrganizationsService implements OnModuleInit {
   hasAny(): Promise<boolean> {
     return this.organizations.exists();
   }
+}
+
+/** What an operator changes of an organization, as the audit log shows it. */
+function described(organization: Organization) {
+  return {
+    name: organization.name,
+    tier: organization.tier,
+    seatQuota: organization.seatQuota,
+    historyRetentionDays: organization.historyRetentionDays,
+  };
 }

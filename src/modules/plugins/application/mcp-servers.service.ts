@@ -1,3 +1,4 @@
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
@@ -9,7 +10,7 @@ import { Installation } from '../domain/installation';
 import { InstallationRepository } from '../domain/installation.repository';
 import { ExecutionError, Plugin } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
-import { assertSecretsFollow, PluginsService } from './plugins.service';
+import { assertSecretsFollow, audited, PluginsService } from './plugins.service';
 
 /** The most MCP servers one organization connects. */
 export const MCP_SERVER_LIMIT = 50;
@@ -43,6 +44,7 @@ export class McpServersService {
     private readonly installations: InstallationRepository,
     private readonly plugins: PluginsService,
     private readonly events: EventOutbox,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** The tools are read before the transaction opens: no connection is held while a server answers. */
@@ -67,6 +69,7 @@ export class McpServersService {
     await this.events.publish([
       { organizationId: caller.organizationId, type: 'plugin.installed', data: { slug, version: this.plugin.manifest.version } },
     ]);
+    await this.audit.record({ ...audited(installation, 'mcp_server.created'), changes: { after: this.described(config) } });
     return installation;
   }
 
@@ -87,9 +90,24 @@ export class McpServersService {
     const kept = Object.fromEntries(Object.entries({ ...patch }).filter(([, v]) => v !== undefined));
     const merged = Object.fromEntries(Object.entries({ ...entered(before), ...kept }).filter(([, v]) => v !== null));
     assertSecretsFollow(this.plugin, before, merged, kept);
-    installation.reconfigure(await this.read(merged));
+    const read = await this.read(merged);
+    return this.stored(installation, before, read);
+  }
+
+  @Transactional()
+  private async stored(installation: Installation, before: Record<string, unknown>, config: Record<string, unknown>): Promise<Installation> {
+    installation.reconfigure(config);
     await this.installations.update(installation, this.plugin.manifest.secretFields);
+    await this.audit.record({
+      ...audited(installation, 'mcp_server.updated'),
+      changes: changedFields(this.described(before), this.described(config)),
+    });
     return installation;
+  }
+
+  /** A server's config as the audit log shows it: its entered fields, secrets masked, not the tools it lists. */
+  private described(config: Record<string, unknown>): Record<string, unknown> {
+    return PluginsService.redact(this.plugin, entered(config));
   }
 
   /** Reads the server's tools again and stores them. */
@@ -103,7 +121,7 @@ export class McpServersService {
   /** As uninstalling `mcp.<name>`: refused while a workflow or agent uses one of its tools. */
   async delete(caller: Principal, id: string): Promise<void> {
     const installation = await this.get(caller.organizationId, id);
-    await this.plugins.uninstall(caller, installation.slug);
+    await this.plugins.uninstall(caller, installation.slug, 'mcp_server.deleted');
   }
 
   private get plugin(): Plugin {

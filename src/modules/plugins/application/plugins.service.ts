@@ -1,3 +1,4 @@
+import { AuditAction, AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../../../shared/auth/principal';
@@ -24,6 +25,7 @@ export class PluginsService {
     private readonly installations: InstallationRepository,
     private readonly usage: PluginUsage,
     private readonly events: EventOutbox,
+    private readonly audit: AuditTrail,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<Installation>> {
@@ -75,6 +77,10 @@ export class PluginsService {
       await this.events.publish([
         { organizationId: caller.organizationId, type: 'plugin.installed', data: { slug, version: plugin.manifest.version } },
       ]);
+      await this.audit.record({
+        ...audited(installation, 'plugin.installed'),
+        changes: { after: { version: plugin.manifest.version, config: PluginsService.redact(plugin, config) } },
+      });
       return { installation, plugin, created: true };
     }
     const existing = await this.installations.find(caller.organizationId, slug);
@@ -88,6 +94,7 @@ export class PluginsService {
   }
 
   /** Top-level merge: given keys replace, `null` removes; the result must pass the schema. */
+  @Transactional()
   async reconfigure(
     caller: Principal,
     slug: string,
@@ -102,24 +109,43 @@ export class PluginsService {
     const merged = Object.fromEntries(Object.entries({ ...installation.config, ...kept }).filter(([, v]) => v !== null));
     assertSecretsFollow(plugin, installation.config, merged, kept);
     assertSchema(plugin.manifest.configSchema, merged, 'config', `The config of plugin '${slug}'`);
+    const before = PluginsService.redact(plugin, installation.config);
     installation.reconfigure(merged);
     await this.installations.update(installation, plugin.manifest.secretFields);
+    await this.audit.record({
+      ...audited(installation, 'plugin.configured'),
+      changes: changedFields({ config: before }, { config: PluginsService.redact(plugin, merged) }),
+    });
     return { installation, plugin };
   }
 
+  /** `action`: what the audit log calls it (an MCP server's removal is `mcp_server.deleted`). */
   @Transactional()
-  async uninstall(caller: Principal, slug: string): Promise<void> {
-    await this.get(caller.organizationId, slug);
+  async uninstall(caller: Principal, slug: string, action: 'plugin.uninstalled' | 'mcp_server.deleted' = 'plugin.uninstalled'): Promise<void> {
+    const { installation } = await this.get(caller.organizationId, slug);
     const users = await this.usage.usersOf(caller.organizationId, slug);
     if (users.length) throw new DomainError('PLUGIN_IN_USE', `Plugin '${slug}' is used by ${users.join(', ')}`);
     if (!(await this.installations.delete(caller.organizationId, slug))) throw pluginNotFound(slug);
     await this.events.publish([{ organizationId: caller.organizationId, type: 'plugin.uninstalled', data: { slug } }]);
+    await this.audit.record(audited(installation, action));
   }
 
   /** The config as shown to users: secret fields present but never their value. */
   static redact(plugin: Plugin, config: Record<string, unknown>): Record<string, unknown> {
     return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, plugin.manifest.secretFields.includes(k) ? REDACTED : v]));
   }
+}
+
+/** An installation's entry in the audit log: a plugin by its slug, an MCP server by its id and name. */
+export function audited(installation: Installation, action: AuditAction) {
+  const server = installation.slug.startsWith('mcp.');
+  return {
+    organizationId: installation.organizationId,
+    action,
+    target: server
+      ? { type: 'mcp_server', id: installation.id, name: installation.slug.slice('mcp.'.length) }
+      : { type: 'plugin', id: installation.slug, name: installation.slug },
+  };
 }
 
 /** A plugin that makes connections (mcp) is not installed or changed here: its own endpoint says how. */

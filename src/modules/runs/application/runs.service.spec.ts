@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Submission, Submitted } from '../../../queue/durable-jobs';
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED } from '../../../shared/jobs/outcome';
@@ -68,15 +69,34 @@ describe('RunsService', () => {
   let runs: InMemoryRunRepository;
   let jobs: RecordingRunJobs;
   let service: RunsService;
+  let audit: RecordingAuditTrail;
 
   beforeEach(() => {
     workflowRows = new InMemoryWorkflowRepository();
     runs = new InMemoryRunRepository();
     jobs = new RecordingRunJobs(runs);
     // Only `get` of WorkflowsService is used here: it reads the repository; its other collaborators are not.
-    const workflows = new WorkflowsService(workflowRows, {} as never, {} as never, {} as never, {} as never, {} as never, {} as never);
+    const workflows = new WorkflowsService(
+      workflowRows,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      {} as never,
+      new RecordingAuditTrail(),
+    );
     // No step kinds: only retries read them (test/workflow-retry.e2e-spec.ts); no concurrency in these definitions.
-    service = new RunsService(workflows, workflowRows, runs, jobs as unknown as RunJobs, { all: [] } as unknown as StepKinds, {} as never);
+    audit = new RecordingAuditTrail();
+    service = new RunsService(
+      workflows,
+      workflowRows,
+      runs,
+      jobs as unknown as RunJobs,
+      { all: [] } as unknown as StepKinds,
+      {} as never,
+      audit,
+    );
   });
 
   function workflow(definition: Partial<WorkflowDefinition> = {}, organizationId = ORG): Workflow {
@@ -235,6 +255,14 @@ describe('RunsService', () => {
       expect(canceled.steps.map((s) => s.status)).toEqual(['succeeded', 'canceled']);
       expect(runs.cancels).toEqual([{ id: run.id, error: CANCELED }]);
       expect(jobs.canceled_).toEqual([{ record: canceled, labels: {} }]);
+      expect(audit.entries).toEqual([
+        {
+          organizationId: ORG,
+          action: 'run.canceled',
+          target: { type: 'run', id: run.id, name: null },
+          changes: { after: { status: 'canceled', workflowId: run.workflowId, workflowVersion: run.workflowVersion } },
+        },
+      ]);
     });
 
     it('cancels a queued run', async () => {
@@ -254,6 +282,7 @@ describe('RunsService', () => {
         expect(error.code).toBe('NOT_CANCELABLE');
         expect(error.message).toBe(`The run is already ${status} and cannot be canceled`);
         expect(jobs.canceled_).toHaveLength(0);
+        expect(audit.entries).toEqual([]);
       },
     );
 

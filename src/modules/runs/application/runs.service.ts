@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Submission, Submitted } from '../../../queue/durable-jobs';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED, Failure } from '../../../shared/jobs/outcome';
@@ -69,6 +70,7 @@ export class RunsService implements ChildRuns {
     private readonly jobs: RunJobs,
     private readonly kinds: StepKinds,
     private readonly concurrency: RunConcurrency,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** As agent execute: recorded and queued durably first, then waited for up to `waitSeconds`. */
@@ -120,10 +122,18 @@ export class RunsService implements ChildRuns {
 
   /**
    * Queued, running or waiting -> canceled; running steps are aborted through their signal and
-   * never recorded as done. The runs its workflow steps started are canceled with it.
+   * never recorded as done. The runs its workflow steps started are canceled with it. The
+   * audit event is written in the cancel's transaction, once the guarded update canceled it.
    */
   async cancel(caller: Principal, workflowId: string, id: string): Promise<Run> {
-    const canceled = await this.cancelTree(caller.organizationId, workflowId, id, CANCELED);
+    const canceled = await this.cancelTree(caller.organizationId, workflowId, id, CANCELED, (run) =>
+      this.audit.record({
+        organizationId: run.organizationId,
+        action: 'run.canceled',
+        target: { type: 'run', id: run.id, name: null },
+        changes: { after: { status: run.status, workflowId: run.workflowId, workflowVersion: run.workflowVersion } },
+      }),
+    );
     if (!canceled) {
       const run = await this.get(caller, workflowId, id);
       throw new DomainError('NOT_CANCELABLE', `The run is already ${run.status} and cannot be canceled`);
@@ -131,8 +141,19 @@ export class RunsService implements ChildRuns {
     return canceled;
   }
 
-  private async cancelTree(organizationId: string, workflowId: string, id: string, error: Failure): Promise<Run | null> {
-    const canceled = await this.jobs.cancel(() => this.runs.cancel(organizationId, workflowId, id, error), {});
+  /** `onCanceled`: in the cancel's transaction, when the run was canceled (not for the runs it started). */
+  private async cancelTree(
+    organizationId: string,
+    workflowId: string,
+    id: string,
+    error: Failure,
+    onCanceled?: (run: Run) => Promise<void>,
+  ): Promise<Run | null> {
+    const canceled = await this.jobs.cancel(async () => {
+      const run = await this.runs.cancel(organizationId, workflowId, id, error);
+      if (run && onCanceled) await onCanceled(run);
+      return run;
+    }, {});
     if (!canceled) return null;
     for (const child of await this.runs.unfinishedChildren(id)) {
       await this.cancelTree(child.organizationId, child.workflowId, child.id, PARENT_CANCELED);
@@ -175,6 +196,14 @@ export class RunsService implements ChildRuns {
       assertRetryable((await this.runs.find(organizationId, workflowId, id)) ?? old, request.fromStep);
       throw runNotFound(); // deleted meanwhile, with its workflow
     }
+    await this.audit.record({
+      organizationId,
+      action: 'run.retried',
+      target: { type: 'run', id: old.id, name: null },
+      changes: {
+        after: { retriedBy: submitted.record.id, fromStep: request.fromStep ?? null, workflowId, workflowVersion: version },
+      },
+    });
     return submitted;
   }
 

@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
@@ -39,6 +40,7 @@ export class WaitsService {
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly config: AppConfig,
     reconciler: JobReconciler,
+    private readonly audit: AuditTrail,
   ) {
     reconciler.addChore(() => this.waits.purgeKept(new Date()));
   }
@@ -89,6 +91,12 @@ export class WaitsService {
       // The run is locked (and its job moved up) first: a worker parking it now sees the answer once this commits.
       const resumed = await this.jobs.resume([runId]);
       if (!(await this.waits.answer(runId, stepId, answer))) throw stepNotWaiting(stepId, 'was answered already');
+      await this.audit.record({
+        organizationId: run.organizationId,
+        action: 'run.approved',
+        target: { type: 'run', id: run.id, name: null },
+        changes: { after: { stepId, for: wait.kind, workflowId: run.workflowId, answer: answer.data } },
+      });
       wake = resumed;
       return answer;
     });

@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { DomainError } from '../../../shared/errors/domain-error';
@@ -39,6 +40,7 @@ export class SchedulesService {
     private readonly schedules: ScheduleRepository,
     private readonly runs: RunsService,
     private readonly shares: OrganizationShares,
+    private readonly audit: AuditTrail,
   ) {
     // A deleted workflow's schedules go with it.
     workflows.onDelete((organizationId, workflowId) => this.schedules.deleteOfWorkflow(organizationId, workflowId));
@@ -62,6 +64,7 @@ export class SchedulesService {
     }
     const schedule = Schedule.create({ organizationId: caller.organizationId, workflowId: workflow.id, ...fields });
     await this.schedules.insert(schedule);
+    await this.audit.record({ ...audited(schedule, 'schedule.created'), changes: { after: described(schedule) } });
     return { schedule, recent: [] };
   }
 
@@ -79,14 +82,18 @@ export class SchedulesService {
   async update(caller: Principal, workflowId: string, id: string, fields: ScheduleFields): Promise<ScheduleDetail> {
     const schedule = await this.require(caller, workflowId, id);
     if (fields.input !== undefined) assertInput(await this.workflows.get(caller.organizationId, workflowId), fields.input);
+    const before = described(schedule);
     schedule.change(fields);
     await this.schedules.update(schedule);
+    await this.audit.record({ ...audited(schedule, 'schedule.updated'), changes: changedFields(before, described(schedule)) });
     return { schedule, recent: await this.schedules.recent(schedule.id, SCHEDULE_LIMITS.recent) };
   }
 
+  @Transactional()
   async delete(caller: Principal, workflowId: string, id: string): Promise<void> {
-    await this.workflows.get(caller.organizationId, workflowId);
+    const schedule = await this.require(caller, workflowId, id);
     if (!(await this.schedules.delete(caller.organizationId, workflowId, id))) throw scheduleNotFound();
+    await this.audit.record({ ...audited(schedule, 'schedule.deleted'), changes: { before: described(schedule) } });
   }
 
   /** The next `count` fire times from now, in UTC: what the cron and the time zone (DST) make of them. */
@@ -111,6 +118,18 @@ export class SchedulesService {
     if (!schedule) throw scheduleNotFound();
     return schedule;
   }
+}
+
+/** A schedule has no name: the audit log names it by its cron expression and time zone. */
+function audited(schedule: Schedule, action: 'schedule.created' | 'schedule.updated' | 'schedule.deleted') {
+  const { organizationId, id, cron, timezone } = schedule.toProps();
+  return { organizationId, action, target: { type: 'schedule', id, name: `${cron} (${timezone})` } };
+}
+
+/** A schedule as the audit log shows it: what a user sets (not when it fires next). */
+function described(schedule: Schedule) {
+  const { workflowId, cron, timezone, input, overlap, catchUp, enabled } = schedule.toProps();
+  return { workflowId, cron, timezone, input, overlap, catchUp, enabled };
 }
 
 /** A schedule's input is checked against the workflow's inputSchema when saved (and again at each run). */

@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { expressionProblem } from '../../../shared/expressions/expression-check';
@@ -24,6 +25,7 @@ export class TriggersService {
     private readonly eventRows: TriggerEventRepository,
     private readonly runs: RunsService,
     private readonly hooks: Hooks,
+    private readonly audit: AuditTrail,
   ) {
     // A deleted workflow's webhook triggers (with their events) go with it.
     workflows.onDelete((organizationId, workflowId) => this.triggers.deleteOfWorkflow(organizationId, workflowId));
@@ -43,6 +45,7 @@ export class TriggersService {
     }
     const trigger = Trigger.create({ organizationId: caller.organizationId, workflowId: workflow.id, ...fields });
     await this.triggers.insert(trigger);
+    await this.audit.record({ ...audited(trigger, 'trigger.created'), changes: { after: described(trigger) } });
     return trigger;
   }
 
@@ -59,14 +62,18 @@ export class TriggersService {
   async update(caller: Principal, workflowId: string, id: string, fields: TriggerSettings): Promise<Trigger> {
     const trigger = await this.require(caller, workflowId, id);
     await this.assertSettings(workflowId, fields);
+    const before = described(trigger);
     trigger.change(fields);
     await this.triggers.update(trigger);
+    await this.audit.record({ ...audited(trigger, 'trigger.updated'), changes: changedFields(before, described(trigger)) });
     return trigger;
   }
 
+  @Transactional()
   async delete(caller: Principal, workflowId: string, id: string): Promise<void> {
-    await this.workflows.get(caller.organizationId, workflowId);
+    const trigger = await this.require(caller, workflowId, id);
     if (!(await this.triggers.delete(caller.organizationId, workflowId, id))) throw triggerNotFound();
+    await this.audit.record({ ...audited(trigger, 'trigger.deleted'), changes: { before: described(trigger) } });
   }
 
   /** The trigger with a new secret (readable this once); the old one works `graceSeconds` more. */
@@ -75,6 +82,8 @@ export class TriggersService {
     const trigger = await this.require(caller, workflowId, id);
     trigger.rotateSecret(graceSeconds);
     await this.triggers.update(trigger);
+    // A rotation is a change of the trigger; the new secret is never recorded, only that it was rotated.
+    await this.audit.record({ ...audited(trigger, 'trigger.updated'), changes: { after: { rotated: true, graceSeconds } } });
     return trigger;
   }
 
@@ -127,4 +136,15 @@ export class TriggersService {
     }
     if (fields.workflowVersion) await this.runs.pinned(workflowId, fields.workflowVersion);
   }
+}
+
+function audited(trigger: Trigger, action: 'trigger.created' | 'trigger.updated' | 'trigger.deleted') {
+  const { organizationId, id, name } = trigger.toProps();
+  return { organizationId, action, target: { type: 'trigger', id, name } };
+}
+
+/** A trigger as the audit log shows it: its settings, never its secrets. */
+function described(trigger: Trigger) {
+  const { id: _id, organizationId: _org, secrets: _secrets, createdAt: _at, updatedAt: _up, ...settings } = trigger.toProps();
+  return settings;
 }

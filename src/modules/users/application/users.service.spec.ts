@@ -1,5 +1,7 @@
 import { inlineTransactions } from '../../../../test/support/inline-transactions';
 import { Signals } from '../../../queue/signals';
+import { RecordingAuditTrail } from '../../../shared/audit/audit-trail.fake';
+import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { LicensingService } from '../../licensing/application/licensing.service';
 import { SeatLimits } from '../../licensing/domain/seat-quotas';
@@ -19,11 +21,12 @@ function setup(limits: Record<string, Partial<SeatLimits>> = {}, hasher = new Fa
     }),
   } as LicensingService;
   const signals = { publish: () => undefined } as unknown as Signals;
-  const service = new UsersService(repository, hasher, licensing, signals);
+  const audit = new RecordingAuditTrail();
+  const service = new UsersService(repository, hasher, licensing, signals, audit);
   let n = 0;
   const add = (organizationId: string, extra: { isOperator?: boolean } = {}) =>
     service.create(organizationId, { email: `u${++n}@${organizationId}.test`, password: 'x'.repeat(12), role: 'member', ...extra });
-  return { service, repository, add };
+  return { service, repository, add, audit };
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<[string, string]> {
@@ -98,5 +101,71 @@ describe('UsersService seats', () => {
     expect(await codeOf(add('org-a'))).toEqual(['SEAT_LIMIT_REACHED', 'This organization has used its 2 seats']);
     expect(await service.seatsTaken()).toBe(2);
     expect(repository.all().filter((u) => u.isOperator || u.disabled)).toHaveLength(2);
+  });
+});
+
+describe('UsersService audit', () => {
+  const admin = (organizationId: string, userId: string): Principal => ({
+    userId,
+    organizationId,
+    role: 'admin',
+    isOperator: false,
+    email: 'admin@org.test',
+    credential: { type: 'session' },
+  });
+
+  it('records a creation, a change (only what changed; a password by name, never its hash) and a deletion', async () => {
+    const { service, add, audit } = setup();
+    const boss = await add('org-a');
+    const user = await add('org-a');
+    const target = { type: 'user', id: user.id, name: user.email };
+    expect(audit.entries[1]).toEqual({
+      organizationId: 'org-a',
+      action: 'user.created',
+      target,
+      changes: {
+        after: { email: user.email, firstName: null, lastName: null, role: 'member', disabled: false, isOperator: false },
+      },
+    });
+
+    audit.entries.length = 0;
+    await service.update(admin('org-a', boss.id), user.id, { role: 'viewer', disabled: true, password: 'y'.repeat(12) });
+    expect(audit.entries).toEqual([
+      {
+        organizationId: 'org-a',
+        action: 'user.updated',
+        target,
+        changes: { before: { role: 'member', disabled: false }, after: { role: 'viewer', disabled: true, password: '[redacted]' } },
+      },
+    ]);
+
+    audit.entries.length = 0;
+    await service.changeOwnPassword(admin('org-a', user.id), 'y'.repeat(12), 'z'.repeat(12));
+    await service.resetPassword(user.email, 'w'.repeat(12));
+    expect(audit.entries.map((e) => [e.action, e.changes])).toEqual([
+      ['user.updated', { after: { password: '[redacted]' } }],
+      ['user.updated', { after: { password: '[redacted]' } }],
+    ]);
+    expect(JSON.stringify(audit.entries)).not.toContain('hashed:');
+
+    audit.entries.length = 0;
+    await service.delete(admin('org-a', boss.id), user.id);
+    expect(audit.entries).toEqual([
+      {
+        organizationId: 'org-a',
+        action: 'user.deleted',
+        target,
+        changes: { before: expect.objectContaining({ role: 'viewer', disabled: true }) },
+      },
+    ]);
+  });
+
+  it('records nothing for a refused change or deletion', async () => {
+    const { service, add, audit } = setup();
+    const boss = await add('org-a');
+    audit.entries.length = 0;
+    expect((await codeOf(service.update(admin('org-a', boss.id), boss.id, { disabled: true })))[0]).toBe('FORBIDDEN');
+    expect((await codeOf(service.delete(admin('org-a', boss.id), boss.id)))[0]).toBe('FORBIDDEN');
+    expect(audit.entries).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { LicensingService } from '../../licensing/application/licensing.service';
 import { Signals } from '../../../queue/signals';
+import { AuditAction, AuditChanges, AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { assertSession, Principal, Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -36,6 +37,7 @@ export class UsersService {
     private readonly hasher: PasswordHasher,
     private readonly licensing: LicensingService,
     private readonly signals: Signals,
+    private readonly audit: AuditTrail,
   ) {}
 
   list(caller: Principal, page: PageRequest): Promise<Page<User>> {
@@ -78,6 +80,7 @@ export class UsersService {
       lastName: input.lastName,
     });
     await this.users.insert(user);
+    await this.audit.record({ ...audited(user, 'user.created'), changes: { after: described(user) } });
     return user;
   }
 
@@ -122,7 +125,7 @@ export class UsersService {
       throw new DomainError('INVALID_CREDENTIALS', 'The current password is wrong');
     }
     user.change({ passwordHash: await this.hasher.hash(newPassword) });
-    await this.users.update(user);
+    await this.savePassword(user);
     this.signals.publish(USER_CHANGED, user.id);
   }
 
@@ -135,16 +138,31 @@ export class UsersService {
     const user = await this.users.findByEmail(email);
     if (!user) throw new DomainError('USER_NOT_FOUND', `No user has the email '${email}'`);
     user.change({ passwordHash: await this.hasher.hash(password) });
-    await this.users.update(user);
+    await this.savePassword(user);
     this.signals.publish(USER_CHANGED, user.id);
     return user;
   }
 
   async delete(caller: Principal, id: string): Promise<void> {
-    if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
-    assertMayManage(caller, await this.require(caller.organizationId, id));
-    if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
+    await this.deleteStored(caller, id);
+    // After the commit: the user's keys are read again with their next request.
     this.signals.publish(USER_CHANGED, id);
+  }
+
+  @Transactional()
+  private async deleteStored(caller: Principal, id: string): Promise<void> {
+    if (id === caller.userId) throw new DomainError('FORBIDDEN', 'Admins cannot delete themselves');
+    const user = await this.require(caller.organizationId, id);
+    assertMayManage(caller, user);
+    if (!(await this.users.delete(caller.organizationId, id))) throw notFound(id);
+    await this.audit.record({ ...audited(user, 'user.deleted'), changes: { before: described(user) } });
+  }
+
+  /** A new password (hashed already, outside the transaction) stored with its audit event, which names no hash. */
+  @Transactional()
+  private async savePassword(user: User): Promise<void> {
+    await this.users.update(user);
+    await this.audit.record({ ...audited(user, 'user.updated'), changes: { after: { password: REDACTED } } });
   }
 
   @Transactional()
@@ -155,8 +173,13 @@ export class UsersService {
     if (user.id === caller.userId && ((patch.role && patch.role !== 'admin') || patch.disabled)) {
       throw new DomainError('FORBIDDEN', 'Admins cannot demote or disable themselves');
     }
+    const before = described(user);
     user.change(patch);
     await this.users.update(user);
+    const changes: AuditChanges = changedFields(before, described(user));
+    // A new password is named, never its hash.
+    if (patch.passwordHash !== undefined) changes.after = { ...(changes.after as object), password: REDACTED };
+    await this.audit.record({ ...audited(user, 'user.updated'), changes });
     return user;
   }
 
@@ -184,6 +207,24 @@ function assertMayManage(caller: Principal, user: User): void {
   if (user.isOperator && !caller.isOperator) {
     throw new DomainError('FORBIDDEN', 'Only instance operators may change, disable or delete an operator account');
   }
+}
+
+const REDACTED = '[redacted]';
+
+function audited(user: User, action: Extract<AuditAction, `user.${string}`>) {
+  return { organizationId: user.organizationId, action, target: { type: 'user', id: user.id, name: user.email } };
+}
+
+/** A user as the audit log shows it: never the password's hash, nor the internal versions. */
+function described(user: User) {
+  return {
+    email: user.email,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    role: user.role,
+    disabled: user.disabled,
+    isOperator: user.isOperator,
+  };
 }
 
 function notFound(id: string): DomainError {

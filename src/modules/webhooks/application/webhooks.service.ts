@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { OutboundHttp } from '../../../shared/outbound/outbound-http';
 import { OutboundError, OutboundErrorCode } from '../../../shared/outbound/outbound-http.types';
@@ -59,6 +60,7 @@ export class WebhooksService {
     private readonly endpoints: EndpointRepository,
     private readonly subscriptions: SubscriptionService,
     private readonly outbound: OutboundHttp,
+    private readonly audit: AuditTrail,
   ) {}
 
   async create(organizationId: string, definition: EndpointDefinition): Promise<CreatedEndpoint> {
@@ -76,6 +78,7 @@ export class WebhooksService {
       throw new DomainError('WEBHOOK_LIMIT_REACHED', `An organization may have ${limit} webhook endpoints; delete one first`);
     }
     await this.endpoints.insert(endpoint);
+    await this.audit.record({ ...audited(endpoint, 'webhook_endpoint.created'), changes: { after: described(endpoint) } });
   }
 
   async list(organizationId: string, page: PageRequest): Promise<Page<WebhookEndpoint>> {
@@ -95,9 +98,12 @@ export class WebhooksService {
     return this.applyChanges(organizationId, id, changes);
   }
 
+  @Transactional()
   async delete(organizationId: string, id: string): Promise<void> {
     await this.assertFeature(organizationId);
+    const endpoint = await this.find(organizationId, id, { forUpdate: true });
     if (!(await this.endpoints.delete(organizationId, id))) throw webhookNotFound();
+    await this.audit.record({ ...audited(endpoint, 'webhook_endpoint.deleted'), changes: { before: described(endpoint) } });
   }
 
   /** A new signing secret; the previous one keeps signing for `graceSeconds` (0: stops now). */
@@ -113,6 +119,8 @@ export class WebhooksService {
     const now = new Date();
     const secret = endpoint.rotateSecret(graceSeconds, now);
     await this.endpoints.update(endpoint);
+    // The secret is never recorded; only how long the previous one keeps signing.
+    await this.audit.record({ ...audited(endpoint, 'webhook_endpoint.secret_rotated'), changes: { after: { graceSeconds } } });
     return { secret, previousSecretExpiresAt: new Date(now.getTime() + graceSeconds * 1000) };
   }
 
@@ -125,8 +133,10 @@ export class WebhooksService {
   @Transactional()
   private async applyChanges(organizationId: string, id: string, changes: EndpointChanges): Promise<WebhookEndpoint> {
     const endpoint = await this.find(organizationId, id, { forUpdate: true });
+    const before = described(endpoint);
     endpoint.update(changes);
     await this.endpoints.update(endpoint);
+    await this.audit.record({ ...audited(endpoint, 'webhook_endpoint.updated'), changes: changedFields(before, described(endpoint)) });
     return endpoint;
   }
 
@@ -151,4 +161,18 @@ export class WebhooksService {
       throw new DomainError('VALIDATION_FAILED', `The webhook URL is not allowed: ${reason}`, [{ path: 'url', message: reason }]);
     }
   }
+}
+
+type EndpointAction =
+  'webhook_endpoint.created' | 'webhook_endpoint.updated' | 'webhook_endpoint.secret_rotated' | 'webhook_endpoint.deleted';
+
+/** An endpoint as the audit log names it: by its URL. */
+function audited(endpoint: WebhookEndpoint, action: EndpointAction) {
+  return { organizationId: endpoint.organizationId, action, target: { type: 'webhook_endpoint', id: endpoint.id, name: endpoint.url } };
+}
+
+/** An endpoint as the audit log shows it: what a user sets, never its signing secrets. */
+function described(endpoint: WebhookEndpoint) {
+  const { url, description, eventTypes, enabled } = endpoint;
+  return { url, description, eventTypes: [...eventTypes], enabled };
 }

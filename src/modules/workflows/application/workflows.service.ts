@@ -1,5 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { expressionProblem, rootFieldsUnder } from '../../../shared/expressions/expression-check';
@@ -33,6 +34,7 @@ export class WorkflowsService implements OnModuleInit {
     private readonly agentUsage: AgentUsage,
     private readonly pluginUsage: PluginUsage,
     private readonly kinds: StepRules,
+    private readonly audit: AuditTrail,
   ) {}
 
   onModuleInit(): void {
@@ -61,15 +63,18 @@ export class WorkflowsService implements OnModuleInit {
       await this.context(caller.organizationId, definition),
     );
     await this.workflows.insert(workflow);
+    await this.audit.record({ ...audited(workflow, 'workflow.created'), changes: { after: described(workflow) } });
     return workflow;
   }
 
   @Transactional()
   async redefine(caller: Principal, id: string, definition: unknown): Promise<Workflow> {
     const workflow = await this.get(caller.organizationId, id);
+    const before = described(workflow);
     workflow.redefine(definition, await this.context(caller.organizationId, definition));
     await this.refuseCycle(workflow);
     await this.workflows.addVersion(workflow, caller.userId);
+    await this.audit.record({ ...audited(workflow, 'workflow.version_created'), changes: changedFields(before, described(workflow)) });
     return workflow;
   }
 
@@ -118,8 +123,10 @@ export class WorkflowsService implements OnModuleInit {
    */
   @Transactional()
   async delete(caller: Principal, id: string): Promise<void> {
+    const workflow = await this.get(caller.organizationId, id);
     if (!(await this.workflows.delete(caller.organizationId, id))) throw workflowNotFound();
     for (const deleted of this.deletions) await deleted(caller.organizationId, id);
+    await this.audit.record({ ...audited(workflow, 'workflow.deleted'), changes: { before: described(workflow) } });
   }
 
   /** The stored configs of the connections (MCP servers) whose actions the steps name, by slug: what describes those actions. */
@@ -167,6 +174,15 @@ export class WorkflowsService implements OnModuleInit {
       schemaProblems: (schema, root) => tenantSchemaProblems(schema, root),
     };
   }
+}
+
+function audited(workflow: Workflow, action: 'workflow.created' | 'workflow.version_created' | 'workflow.deleted') {
+  return { organizationId: workflow.organizationId, action, target: { type: 'workflow', id: workflow.id, name: workflow.name } };
+}
+
+/** A workflow as the audit log shows it: its name and current version (the versions themselves are kept with the workflow). */
+function described(workflow: Workflow) {
+  return { name: workflow.name, version: workflow.version };
 }
 
 /** Workflows a cycle check follows at most. */

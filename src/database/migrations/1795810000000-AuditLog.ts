@@ -12,14 +12,15 @@ export class AuditLog1795810000000 implements MigrationInterface {
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(
-      `CREATE TABLE "audit_events" ("id" uuid NOT NULL, "organization_id" uuid NOT NULL, "occurred_at" TIMESTAMP(3) WITH TIME ZONE NOT NULL, "actor" jsonb NOT NULL, "actor_id" character varying(64), "action" character varying(64) NOT NULL, "target" jsonb, "target_id" character varying(200), "outcome" character varying(16) NOT NULL, "request_id" character varying(128), "changes" jsonb, "sequence" bigint, "previous_hash" character(64), "hash" character(64), CONSTRAINT "PK_910f64d901a5c3e9878f0d4a407" PRIMARY KEY ("id"))`,
+      `CREATE TABLE "audit_events" ("id" uuid NOT NULL, "organization_id" uuid NOT NULL, "occurred_at" TIMESTAMP(3) WITH TIME ZONE NOT NULL, "actor" jsonb NOT NULL, "actor_id" character varying(64), "action" character varying(64) NOT NULL, "target" jsonb, "target_id" character varying(200), "outcome" character varying(16) NOT NULL, "request_id" character varying(128), "changes" jsonb, "sequence" bigint, "previous_hash" character(64), "hash" character(64), CONSTRAINT "audit_events_pkey" PRIMARY KEY ("organization_id", "occurred_at", "id"))`,
     );
     await queryRunner.query(`CREATE INDEX "audit_events_unsealed_idx" ON "audit_events" ("id") WHERE hash IS NULL`);
-    await queryRunner.query(`CREATE UNIQUE INDEX "audit_events_chain_key" ON "audit_events" ("organization_id", "sequence")`);
+    await queryRunner.query(
+      `CREATE UNIQUE INDEX "audit_events_chain_key" ON "audit_events" ("organization_id", "sequence") WHERE sequence IS NOT NULL`,
+    );
     await queryRunner.query(`CREATE INDEX "audit_events_action_idx" ON "audit_events" ("organization_id", "action", "occurred_at", "id")`);
     await queryRunner.query(`CREATE INDEX "audit_events_target_idx" ON "audit_events" ("organization_id", "target_id", "occurred_at", "id")`);
     await queryRunner.query(`CREATE INDEX "audit_events_actor_idx" ON "audit_events" ("organization_id", "actor_id", "occurred_at", "id")`);
-    await queryRunner.query(`CREATE INDEX "audit_events_org_idx" ON "audit_events" ("organization_id", "occurred_at", "id")`);
     await queryRunner.query(
       `CREATE TABLE "audit_chain_heads" ("organization_id" uuid NOT NULL, "sequence" bigint NOT NULL, "hash" character(64) NOT NULL, CONSTRAINT "PK_76862318793ab1d6f246a06d630" PRIMARY KEY ("organization_id"))`,
     );

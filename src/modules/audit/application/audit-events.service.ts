@@ -73,6 +73,6 @@ function seal(events: AuditEvent[], heads: Map<string, { sequence: number; hash:
     const sequence = tip.sequence + 1;
     const hash = chainHash(tip.hash, { ...event, sequence });
     tips.set(event.organizationId, { sequence, hash });
-    return { id: event.id, organizationId: event.organizationId, sequence, previousHash: tip.hash, hash };
+    return { id: event.id, organizationId: event.organizationId, occurredAt: event.occurredAt, sequence, previousHash: tip.hash, hash };
   });
 }

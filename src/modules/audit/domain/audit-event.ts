@@ -118,6 +118,7 @@ export type NewAuditEvent = Omit<AuditEvent, 'sequence' | 'hash' | 'previousHash
 export interface Seal {
   id: string;
   organizationId: string;
+  occurredAt: Date;
   sequence: number;
   previousHash: string;
   hash: string;

@@ -5,6 +5,9 @@ import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/paginat
 import { AuditEvent, AuditEventRepository, AuditFilters, NewAuditEvent, Seal } from '../domain/audit-event';
 import { AuditEventRow } from './audit.orm-entities';
 
+/** Positions of the jsonb columns in the insert: sent as JSON text. */
+const JSON_COLUMNS = new Set([3, 6, 10]);
+
 /** Held by the process sealing: one at a time, the others skip their turn. */
 const SEALING_LOCK = "hashtext('platform.audit.sealing')";
 
@@ -14,9 +17,35 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     super();
   }
 
+  /** One statement, written by hand: it runs with every audited change, and the ORM's insert costs more CPU than the row. */
   async insert(events: NewAuditEvent[]): Promise<void> {
     if (!events.length) return;
-    await this.txHost.tx.getRepository(AuditEventRow).insert(events.map(toRow));
+    const params: unknown[] = [];
+    const rows = events
+      .map(toRow)
+      .map(
+        (row) =>
+          `(${[
+            row.id,
+            row.organizationId,
+            row.occurredAt,
+            row.actor,
+            row.actorId,
+            row.action,
+            row.target,
+            row.targetId,
+            row.outcome,
+            row.requestId,
+            row.changes,
+          ]
+            .map((value, i) => `$${params.push(JSON_COLUMNS.has(i) && value !== null ? JSON.stringify(value) : value)}`)
+            .join(', ')})`,
+      );
+    await this.txHost.tx.query(
+      `INSERT INTO audit_events (id, organization_id, occurred_at, actor, actor_id, action, target, target_id, outcome, request_id, changes)
+       VALUES ${rows.join(', ')}`,
+      params,
+    );
   }
 
   async list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
@@ -88,9 +117,20 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
       const seals = seal(pending, new Map(heads.map((h) => [h.organization_id, { sequence: Number(h.sequence), hash: h.hash }])));
       await tx.query(
         `UPDATE audit_events e SET sequence = s.sequence, previous_hash = s.previous_hash, hash = s.hash
-           FROM jsonb_to_recordset($1::jsonb) AS s(id uuid, sequence bigint, previous_hash text, hash text)
-          WHERE e.id = s.id AND e.hash IS NULL`,
-        [JSON.stringify(seals.map((s) => ({ id: s.id, sequence: s.sequence, previous_hash: s.previousHash, hash: s.hash })))],
+           FROM jsonb_to_recordset($1::jsonb) AS s(organization_id uuid, occurred_at timestamptz, id uuid, sequence bigint, previous_hash text, hash text)
+          WHERE (e.organization_id, e.occurred_at, e.id) = (s.organization_id, s.occurred_at, s.id) AND e.hash IS NULL`,
+        [
+          JSON.stringify(
+            seals.map((s) => ({
+              organization_id: s.organizationId,
+              occurred_at: s.occurredAt,
+              id: s.id,
+              sequence: s.sequence,
+              previous_hash: s.previousHash,
+              hash: s.hash,
+            })),
+          ),
+        ],
       );
       const last = new Map(seals.map((s) => [s.organizationId, s]));
       await tx.query(

@@ -180,4 +180,65 @@ describe('audit log', () => {
     );
     expect((await verify(org)).body.valid).toBe(true);
   });
+
+  it('exports every event the filters select, oldest first, as CSV and as JSON lines, and records the export', async () => {
+    const org = await t.newOrg('enterprise');
+    await install(t, org, 'transform');
+    const agentId = await registerAgent(t, org, { ...UPPERCASE, name: '=HYPERLINK("x")' });
+    await t
+      .http()
+      .patch(`/api/agents/${agentId}`)
+      .set(bearer(org.admin))
+      .send({ description: 'has "quotes", commas\nand a line' })
+      .expect(200);
+    const listed = (await events(org, `?targetId=${agentId}`)).body.data.reverse();
+
+    const jsonl = await t.http().get(`/api/audit-events/export?format=jsonl&targetId=${agentId}`).set(bearer(org.admin));
+    expect(jsonl.status).toBe(200);
+    expect(jsonl.headers['content-type']).toBe('application/x-ndjson; charset=utf-8');
+    expect(jsonl.headers['content-disposition']).toContain('audit-events.jsonl');
+    const lines = jsonl.text
+      .trimEnd()
+      .split('\n')
+      .map((line: string) => JSON.parse(line));
+    expect(lines.map((e: { id: string }) => e.id)).toEqual(listed.map((e: { id: string }) => e.id));
+    expect(lines[1]).toMatchObject({ action: 'agent.updated', changes: listed[1].changes });
+
+    const csv = await t.http().get(`/api/audit-events/export?format=csv&targetId=${agentId}`).set(bearer(org.admin));
+    expect(csv.status).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    const [header, ...records] = csv.text.split('\r\n').filter(Boolean);
+    expect(header.split(',')).toEqual(expect.arrayContaining(['id', 'occurredAt', 'actorId', 'action', 'targetName', 'changes', 'hash']));
+    expect(records).toHaveLength(listed.length);
+    // A name a spreadsheet would run as a formula is quoted and prefixed; quotes are doubled.
+    expect(records[0]).toContain(`"'=HYPERLINK(""x"")"`);
+    expect(csv.text).toContain('has \\""quotes\\"", commas');
+
+    const exports = (await events(org, '?action=audit.exported')).body.data;
+    expect(exports.map((e: { target: { name: string } }) => e.target.name).sort()).toEqual(['csv', 'jsonl']);
+    expect(exports[0]).toMatchObject({ actor: { id: org.admin.id }, changes: { after: { targetId: agentId } } });
+    expectError(await t.http().get('/api/audit-events/export?format=xml').set(bearer(org.admin)), 400, 'VALIDATION_FAILED');
+    expectError(await t.http().get('/api/audit-events/export').set(bearer(org.admin)), 400, 'VALIDATION_FAILED');
+  });
+
+  it('gives the audit log by tier: none on starter, the last 90 days on team, all of it with export and the check on enterprise', async () => {
+    const starter = await t.newOrg('starter');
+    expectError(await events(starter), 403, 'FEATURE_NOT_AVAILABLE');
+
+    const team = await t.newOrg('team');
+    await install(t, team, 'transform');
+    const old = { id: '00000000-0000-7000-8000-000000000001', occurredAt: new Date(Date.now() - 100 * 86_400_000) };
+    await db.query(
+      `INSERT INTO audit_events (id, organization_id, occurred_at, actor, action, outcome) VALUES ($1, $2, $3, '{"type":"system"}', 'agent.created', 'success')`,
+      [old.id, team.id, old.occurredAt],
+    );
+    const seen = (await events(team, '?limit=100')).body.data;
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.map((e: { id: string }) => e.id)).not.toContain(old.id);
+    expect(
+      (await events(team, `?since=${old.occurredAt.toISOString()}&limit=100`)).body.data.map((e: { id: string }) => e.id),
+    ).not.toContain(old.id);
+    expectError(await verify(team), 403, 'FEATURE_NOT_AVAILABLE');
+    expectError(await t.http().get('/api/audit-events/export?format=csv').set(bearer(team.admin)), 403, 'FEATURE_NOT_AVAILABLE');
+  });
 });

@@ -102,7 +102,7 @@ describe('license', () => {
       tier: 'team',
       assignedTier: 'team',
       rateLimit: { tier: 'team', limit: 500 },
-      features: ['webhooks'],
+      features: ['webhooks', 'audit.log'],
       seats: { used: expect.any(Number), allowed: seats },
       license: { status: 'valid', customer: 'Acme', tier: 'team', verifiedBy: 'environment' },
       warnings: [expect.stringContaining('LICENSE_PUBLIC_KEYS')],

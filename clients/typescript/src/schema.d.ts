@@ -1516,6 +1516,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every event the filters select, oldest first, streamed as CSV (one header row) or JSON lines; the export is itself an event (enterprise) */
+        get: operations["AuditEventsController_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit-events/verify": {
         parameters: {
             query?: never;
@@ -13739,7 +13756,95 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description Error envelope; code FORBIDDEN */
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AuditEventsController_export: {
+        parameters: {
+            query: {
+                /** @description Only events of this action */
+                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
+                /** @description Only events by this user, service account or key */
+                actorId?: string;
+                /** @description Only events about this object (its id: a UUID, a plugin's slug) */
+                targetId?: string;
+                /** @description Only events at or after this time */
+                since?: string;
+                /** @description Only events before this time */
+                until?: string;
+                /** @description CSV with a header row, or one JSON object a line */
+                format: "csv" | "jsonl";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, one a line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13803,7 +13908,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description Error envelope; code FORBIDDEN */
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { OrganizationsModule } from '../organizations/organizations.module';
 import { AuditTrail } from '../../shared/audit/audit-trail';
 import { AuditEventsController } from './api/audit-events.controller';
 import { AuditEventsService } from './application/audit-events.service';
@@ -9,6 +10,7 @@ import { TypeOrmAuditEventRepository } from './infrastructure/typeorm-audit.repo
 /** The audit log: every module records its changes through the AuditTrail port this provides. */
 @Global()
 @Module({
+  imports: [OrganizationsModule],
   controllers: [AuditEventsController],
   providers: [
     AuditEventsService,

@@ -1,14 +1,15 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
 import { IsIn, IsISO8601, IsString, Matches, MaxLength } from 'class-validator';
 import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
-import { AuditEvent, ChainCheck } from '../domain/audit-event';
+import { AuditEvent, AuditFilters, ChainCheck } from '../domain/audit-event';
 
 const ACTIONS = Object.keys(AUDIT_ACTIONS);
 
-export class AuditEventQuery extends PageQuery {
+/** The filters of the list and of the export. */
+class AuditFilterQuery {
   @ApiPropertyOptional({ enum: ACTIONS, description: 'Only events of this action' })
   @Optional()
   @IsIn(ACTIONS)
@@ -34,6 +35,20 @@ export class AuditEventQuery extends PageQuery {
   @Optional()
   @IsISO8601({ strict: true })
   until?: string;
+}
+
+export class AuditEventQuery extends IntersectionType(PageQuery, AuditFilterQuery) {}
+
+export class AuditExportQuery extends AuditFilterQuery {
+  @ApiProperty({ enum: ['csv', 'jsonl'], description: 'CSV with a header row, or one JSON object a line' })
+  @IsIn(['csv', 'jsonl'])
+  format!: 'csv' | 'jsonl';
+}
+
+/** The query's filters as the service takes them. */
+export function filtersOf(query: AuditFilterQuery): AuditFilters {
+  const { action, actorId, targetId, since, until } = query;
+  return { action, actorId, targetId, since: since ? new Date(since) : undefined, until: until ? new Date(until) : undefined };
 }
 
 class AuditActorResponse {

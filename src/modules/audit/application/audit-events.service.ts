@@ -1,7 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { JobReconciler } from '../../../queue/job-reconciler';
+import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { Principal } from '../../../shared/auth/principal';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { TIER_AUDIT_VISIBLE_DAYS } from '../../licensing/domain/tiers';
+import { SubscriptionService } from '../../organizations/application/subscription.service';
 import {
   AuditEvent,
   AuditEventRepository,
@@ -15,8 +18,15 @@ import {
 
 /** Events sealed per transaction. */
 const SEAL_BATCH = 1000;
-/** Events read per query while verifying. */
-const VERIFY_BATCH = 1000;
+/** Events read per query while verifying or exporting. */
+const READ_BATCH = 1000;
+const DAY_MS = 86_400_000;
+
+export type ExportFormat = 'csv' | 'jsonl';
+
+/** The feature that reads the log (team and up, within its days), and the one that reads, checks and exports all of it (enterprise). */
+export const AUDIT_LOG_FEATURE = 'audit.log';
+export const AUDIT_FULL_FEATURE = 'audit.full';
 
 /**
  * Reading an organization's audit log, and keeping its chain: events are written unsealed (a
@@ -31,14 +41,32 @@ export class AuditEventsService implements OnModuleInit {
   constructor(
     private readonly events: AuditEventRepository,
     private readonly reconciler: JobReconciler,
+    private readonly subscriptions: SubscriptionService,
+    private readonly audit: AuditTrail,
   ) {}
 
   onModuleInit(): void {
     this.reconciler.addChore(() => this.sealPending());
   }
 
-  list(caller: Principal, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
-    return this.events.list(caller.organizationId, filters, page);
+  /** The organization's events, within what its tier sees (team: the last 90 days). */
+  async list(caller: Principal, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
+    return this.events.list(caller.organizationId, await this.visible(caller.organizationId, filters), page);
+  }
+
+  /**
+   * Every event the filters select, oldest first, as CSV or JSON lines, read a page at a time
+   * (enterprise). The export is itself an event, written before the first line.
+   */
+  async export(caller: Principal, filters: AuditFilters, format: ExportFormat): Promise<AsyncIterable<string>> {
+    await this.subscriptions.assertFeature(caller.organizationId, AUDIT_FULL_FEATURE);
+    await this.audit.record({
+      organizationId: caller.organizationId,
+      action: 'audit.exported',
+      target: { type: 'audit_log', id: caller.organizationId, name: format },
+      changes: { after: { format, ...filters } },
+    });
+    return exportLines(this.events, caller.organizationId, filters, format);
   }
 
   /** Seals what is pending (of one organization, or all); answers how many were sealed. */
@@ -54,15 +82,93 @@ export class AuditEventsService implements OnModuleInit {
   /** Seals the organization's pending events, then walks its whole chain; names the first break. */
   async verify(caller: Principal): Promise<ChainCheck> {
     const { organizationId } = caller;
+    await this.subscriptions.assertFeature(organizationId, AUDIT_FULL_FEATURE);
     await this.sealPending(organizationId);
     const walker = new ChainWalker({ sequence: 1, previousHash: GENESIS_HASH });
-    for (let from = 1; ; from += VERIFY_BATCH) {
-      const batch = await this.events.chain(organizationId, from, VERIFY_BATCH);
-      if (!walker.next(batch) || batch.length < VERIFY_BATCH) break;
+    for (let from = 1; ; from += READ_BATCH) {
+      const batch = await this.events.chain(organizationId, from, READ_BATCH);
+      if (!walker.next(batch) || batch.length < READ_BATCH) break;
     }
     walker.end(await this.events.head(organizationId));
     return { checked: walker.checked, unsealed: await this.events.countUnsealed(organizationId), firstBreak: walker.firstBreak };
   }
+
+  /** FEATURE_NOT_AVAILABLE below team; the filters narrowed to the days the tier sees. */
+  private async visible(organizationId: string, filters: AuditFilters): Promise<AuditFilters> {
+    await this.subscriptions.assertFeature(organizationId, AUDIT_LOG_FEATURE);
+    const days = TIER_AUDIT_VISIBLE_DAYS[(await this.subscriptions.rateLimit(organizationId)).tier];
+    if (days === null) return filters;
+    const from = new Date(Date.now() - days * DAY_MS);
+    return { ...filters, since: filters.since && filters.since > from ? filters.since : from };
+  }
+}
+
+/** The lines of an export, oldest first, a page of events at a time. */
+async function* exportLines(
+  events: AuditEventRepository,
+  organizationId: string,
+  filters: AuditFilters,
+  format: ExportFormat,
+): AsyncIterable<string> {
+  if (format === 'csv') yield `${CSV_COLUMNS.map(([name]) => name).join(',')}\r\n`;
+  for (let after: AuditEvent | null = null; ;) {
+    const batch: AuditEvent[] = await events.oldestFirst(organizationId, filters, after, READ_BATCH);
+    for (const event of batch) yield format === 'csv' ? csvLine(event) : `${JSON.stringify(exported(event))}\n`;
+    if (batch.length < READ_BATCH) return;
+    after = batch[batch.length - 1];
+  }
+}
+
+/** An event as the API shows it. */
+function exported(event: AuditEvent) {
+  return {
+    id: event.id,
+    occurredAt: event.occurredAt.toISOString(),
+    organizationId: event.organizationId,
+    actor: event.actor,
+    action: event.action,
+    target: event.target,
+    outcome: event.outcome,
+    requestId: event.requestId,
+    changes: event.changes,
+    sequence: event.sequence,
+    hash: event.hash,
+  };
+}
+
+const CSV_COLUMNS: Array<[string, (event: AuditEvent) => unknown]> = [
+  ['id', (e) => e.id],
+  ['occurredAt', (e) => e.occurredAt.toISOString()],
+  ['organizationId', (e) => e.organizationId],
+  ['actorType', (e) => e.actor.type],
+  ['actorId', (e) => e.actor.id],
+  ['actorName', (e) => e.actor.name],
+  ['actorIp', (e) => e.actor.ip],
+  ['actorUserAgent', (e) => e.actor.userAgent],
+  ['actorVia', (e) => e.actor.via],
+  ['action', (e) => e.action],
+  ['targetType', (e) => e.target?.type],
+  ['targetId', (e) => e.target?.id],
+  ['targetName', (e) => e.target?.name],
+  ['outcome', (e) => e.outcome],
+  ['requestId', (e) => e.requestId],
+  ['changes', (e) => (e.changes ? JSON.stringify(e.changes) : null)],
+  ['sequence', (e) => e.sequence],
+  ['hash', (e) => e.hash],
+];
+
+/**
+ * One CSV record (RFC 4180): every field quoted, quotes doubled. A text that a spreadsheet
+ * would take for a formula (=, +, -, @, a tab or a carriage return first) gets a leading `'`.
+ */
+function csvLine(event: AuditEvent): string {
+  const cell = (value: unknown) => {
+    if (value === null || value === undefined) return '';
+    let text = String(value);
+    if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+    return `"${text.replace(/"/g, '""')}"`;
+  };
+  return `${CSV_COLUMNS.map(([, read]) => cell(read(event))).join(',')}\r\n`;
 }
 
 /** The seals of `events` (oldest first), each chained to its organization's head or the one sealed before it. */

@@ -127,6 +127,8 @@ export interface Seal {
 export abstract class AuditEventRepository {
   abstract insert(events: NewAuditEvent[]): Promise<void>;
   abstract list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>>;
+  /** Events the filters select, oldest first, after `after` (null: from the first), at most `limit`. */
+  abstract oldestFirst(organizationId: string, filters: AuditFilters, after: AuditEvent | null, limit: number): Promise<AuditEvent[]>;
   /** Sealed events of the organization from `fromSequence` on, in order, at most `limit`. */
   abstract chain(organizationId: string, fromSequence: number, limit: number): Promise<AuditEvent[]>;
   abstract countUnsealed(organizationId: string): Promise<number>;

@@ -49,13 +49,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
   }
 
   async list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
-    const params: unknown[] = [organizationId];
-    const where = ['organization_id = $1'];
-    if (filters.action) where.push(`action = $${params.push(filters.action)}`);
-    if (filters.actorId) where.push(`actor_id = $${params.push(filters.actorId)}`);
-    if (filters.targetId) where.push(`target_id = $${params.push(filters.targetId)}`);
-    if (filters.since) where.push(`occurred_at >= $${params.push(filters.since)}`);
-    if (filters.until) where.push(`occurred_at < $${params.push(filters.until)}`);
+    const { where, params } = filtered(organizationId, filters);
     if (page.cursor) {
       const { createdAt, id } = decodeCursor(page.cursor);
       where.push(`(occurred_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
@@ -68,6 +62,15 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
       rows.map((event) => ({ ...event, createdAt: event.occurredAt })),
       page.limit,
       ({ createdAt: _, ...event }) => event,
+    );
+  }
+
+  oldestFirst(organizationId: string, filters: AuditFilters, after: AuditEvent | null, limit: number): Promise<AuditEvent[]> {
+    const { where, params } = filtered(organizationId, filters);
+    if (after) where.push(`(occurred_at, id) > ($${params.push(after.occurredAt)}, $${params.push(after.id)})`);
+    return this.rows(
+      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY occurred_at, id LIMIT $${params.push(limit)}`,
+      params,
     );
   }
 
@@ -147,6 +150,18 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     const rows = await this.txHost.tx.query<RawEvent[]>(sql, params);
     return rows.map(toDomain);
   }
+}
+
+/** The conditions of the organization and the filters, and their parameters. */
+function filtered(organizationId: string, filters: AuditFilters): { where: string[]; params: unknown[] } {
+  const params: unknown[] = [organizationId];
+  const where = ['organization_id = $1'];
+  if (filters.action) where.push(`action = $${params.push(filters.action)}`);
+  if (filters.actorId) where.push(`actor_id = $${params.push(filters.actorId)}`);
+  if (filters.targetId) where.push(`target_id = $${params.push(filters.targetId)}`);
+  if (filters.since) where.push(`occurred_at >= $${params.push(filters.since)}`);
+  if (filters.until) where.push(`occurred_at < $${params.push(filters.until)}`);
+  return { where, params };
 }
 
 interface RawEvent {

@@ -122,7 +122,7 @@ describe('LicensingService', () => {
       const { service, licenses, published } = setup();
       const key = await issueLicense(grant({ tier: 'team', seats: 50, maxRateLimitPerMinute: 900 }), vendor.privateKeyPem);
       const claims = await service.install(key, { userId: 'operator-1', organizationId: 'operators' });
-      expect(claims).toMatchObject({ sub: 'Acme', tier: 'team', seats: 50, features: ['webhooks'], maxRateLimitPerMinute: 900 });
+      expect(claims).toMatchObject({ sub: 'Acme', tier: 'team', seats: 50, features: ['webhooks', 'audit.log'], maxRateLimitPerMinute: 900 });
       expect(licenses.stored).toEqual({ key, installedBy: 'operator-1', installedAt: expect.any(Date) });
       expect(published).toEqual([[LICENSE_CHANGED, 'installation']]);
       const state = await service.state();
@@ -356,7 +356,7 @@ describe('LicensingService', () => {
       expect(state.effectiveTier('starter')).toBe('starter');
       expect(state.effectiveTier('team')).toBe('team');
       expect(state.effectiveTier('enterprise')).toBe('team');
-      expect(TIER_FEATURES[state.effectiveTier('enterprise')]).toEqual(['webhooks']);
+      expect(TIER_FEATURES[state.effectiveTier('enterprise')]).toEqual(['webhooks', 'audit.log']);
       expect(TIER_RATE_LIMITS).toEqual({ starter: 100, team: 500, enterprise: 2000 });
     });
 

@@ -38,9 +38,15 @@ export const TIER_HISTORY_RETENTION_DAYS: Record<Tier, number> = { starter: 7, t
 /** Features each tier includes. */
 export const TIER_FEATURES: Record<Tier, readonly string[]> = {
   starter: [],
-  team: ['webhooks'],
-  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom', 'api-keys.no-expiry'],
+  team: ['webhooks', 'audit.log'],
+  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom', 'api-keys.no-expiry', 'audit.log', 'audit.full'],
 };
+
+/**
+ * How far back each tier reads its audit log (`audit.log`), in days; null: all of it. The
+ * events are kept either way: `audit.full` (export and the chain's check) reads them all.
+ */
+export const TIER_AUDIT_VISIBLE_DAYS: Record<Tier, number | null> = { starter: 0, team: 90, enterprise: null };
 
 export function tierRank(tier: Tier): number {
   return TIERS.indexOf(tier);

@@ -1,8 +1,11 @@
 import { DataSource } from 'typeorm';
+import { AuditEventsService } from '../src/modules/audit/application/audit-events.service';
 import { install, registerAgent } from './support/agents';
 import { withKey } from './support/api-keys';
 import { expectError } from './support/envelope';
+import { eventually } from './support/eventually';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { Receiver } from './support/webhook-receiver';
 
 const UPPERCASE = { kind: 'transform.jsonata', config: { expression: '$uppercase(text)' } };
 
@@ -15,13 +18,17 @@ describe('audit log', () => {
   let t: TestApp;
   let db: DataSource;
 
+  const receiver = new Receiver();
+
   beforeAll(async () => {
-    t = await createTestApp();
+    await receiver.start();
+    t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     db = t.app.get(DataSource);
   });
 
   afterAll(async () => {
     await t.close();
+    await receiver.close();
   });
 
   const events = (org: TestOrg, query = '') => t.http().get(`/api/audit-events${query}`).set(bearer(org.admin));
@@ -240,5 +247,48 @@ describe('audit log', () => {
     ).not.toContain(old.id);
     expectError(await verify(team), 403, 'FEATURE_NOT_AVAILABLE');
     expectError(await t.http().get('/api/audit-events/export?format=csv').set(bearer(team.admin)), 403, 'FEATURE_NOT_AVAILABLE');
+  });
+
+  it('streams sealed events to webhook endpoints that subscribe to audit.* (enterprise), and not to those on *', async () => {
+    const hook = async (org: TestOrg, path: string, eventTypes: string[]) =>
+      expect(
+        (
+          await t
+            .http()
+            .post('/api/webhooks')
+            .set(bearer(org.admin))
+            .send({ url: receiver.url(path), eventTypes })
+        ).status,
+      ).toBe(201);
+    const { org, agentId } = await orgWithHistory();
+    await hook(org, '/audit', ['audit.*']);
+    await hook(org, '/everything', ['*']);
+    const team = await t.newOrg('team');
+    await hook(team, '/team-audit', ['audit.*']);
+    await t.http().post('/api/plugins/transform/install').set(bearer(team.admin)).send({ config: {} }).expect(201);
+
+    await t.http().patch(`/api/agents/${agentId}`).set(bearer(org.admin)).send({ description: 'streamed' }).expect(200);
+    // Sealing (a verify seals what is pending) sends them.
+    expect((await verify(org)).body.valid).toBe(true);
+    await t.app.get(AuditEventsService).sealPending();
+    const streamed = await eventually(
+      () => {
+        const bodies = receiver.on('/audit').map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> });
+        return (
+          bodies.some(
+            (b) =>
+              b.type === 'audit.agent.updated' &&
+              (b.data.changes as { after?: { description?: string } })?.after?.description === 'streamed',
+          ) && bodies
+        );
+      },
+      { message: "the rename's audit event at the endpoint" },
+    );
+    const update = streamed.find((b) => b.type === 'audit.agent.updated' && JSON.stringify(b.data).includes('streamed'))!;
+    const listed = (await events(org, `?targetId=${agentId}&action=agent.updated`)).body.data[0];
+    expect(update.data).toEqual(listed);
+    expect(streamed.map((b) => b.type)).toContain('audit.agent.created');
+    expect(receiver.on('/everything').filter((r) => JSON.parse(r.body).type.startsWith('audit.'))).toEqual([]);
+    expect(receiver.on('/team-audit')).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS } from '../src/shared/audit/audit-trail';
 import { randomUUID } from 'node:crypto';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -336,6 +337,7 @@ describe('webhooks API', () => {
           'workflow.schedule.missed',
           'webhook.endpoint.disabled',
           'webhook.test',
+          ...Object.keys(AUDIT_ACTIONS).map((action) => `audit.${action}`),
         ]),
       );
       const ajv = new Ajv({ strict: false, allErrors: true });

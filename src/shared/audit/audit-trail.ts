@@ -102,8 +102,6 @@ export const AUDIT_ACTIONS = {
   'webhook_endpoint.secret_rotated': "A webhook endpoint's signing secret was rotated",
   'webhook_endpoint.deleted': 'A webhook endpoint was deleted',
   'audit.exported': 'The audit log was exported',
-  'audit.settings_updated': "The audit log's retention was changed",
-  'audit.purged': 'Audit events past the retention were removed',
 } as const;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

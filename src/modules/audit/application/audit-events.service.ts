@@ -1,9 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { AuditTrail } from '../../../shared/audit/audit-trail';
+import { EventOutbox } from '../../../shared/events/event-outbox';
 import { Principal } from '../../../shared/auth/principal';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
-import { TIER_AUDIT_VISIBLE_DAYS } from '../../licensing/domain/tiers';
+import { TIER_AUDIT_VISIBLE_DAYS, TIER_FEATURES } from '../../licensing/domain/tiers';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import {
   AuditEvent,
@@ -43,6 +44,7 @@ export class AuditEventsService implements OnModuleInit {
     private readonly reconciler: JobReconciler,
     private readonly subscriptions: SubscriptionService,
     private readonly audit: AuditTrail,
+    private readonly outbox: EventOutbox,
   ) {}
 
   onModuleInit(): void {
@@ -73,10 +75,26 @@ export class AuditEventsService implements OnModuleInit {
   async sealPending(organizationId: string | null = null): Promise<number> {
     let total = 0;
     for (;;) {
-      const sealed = await this.events.sealPending(organizationId, SEAL_BATCH, seal);
+      const sealed = await this.events.sealPending(organizationId, SEAL_BATCH, seal, (events) => this.stream(events));
+      if (sealed) this.outbox.committed();
       total += sealed;
       if (sealed < SEAL_BATCH) return total;
     }
+  }
+
+  /** Sealed events of enterprise organizations, as `audit.<action>` webhook events (in the sealing transaction). */
+  private async stream(events: AuditEvent[]): Promise<void> {
+    const organizations = [...new Set(events.map((e) => e.organizationId))];
+    const streaming = new Set<string>();
+    for (const id of organizations) {
+      const { tier } = await this.subscriptions.rateLimit(id).catch(() => ({ tier: 'starter' as const }));
+      if (TIER_FEATURES[tier].includes(AUDIT_FULL_FEATURE)) streaming.add(id);
+    }
+    await this.outbox.publish(
+      events
+        .filter((event) => streaming.has(event.organizationId))
+        .map((event) => ({ organizationId: event.organizationId, type: `audit.${event.action}`, data: exported(event) })),
+    );
   }
 
   /** Seals the organization's pending events, then walks its whole chain; names the first break. */

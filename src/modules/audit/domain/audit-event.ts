@@ -136,12 +136,14 @@ export abstract class AuditEventRepository {
   abstract head(organizationId: string): Promise<{ sequence: number; hash: string } | null>;
   /**
    * In one transaction, with the sealing lock held: hands the oldest unsealed events (of one
-   * organization, or any) and each organization's chain head to `seal`, and stores the seals it
-   * answers. Answers how many were sealed; 0 when another process holds the lock.
+   * organization, or any) and each organization's chain head to `seal`, stores the seals it
+   * answers, and hands the sealed events to `sealed` (still in the transaction). Answers how
+   * many were sealed; 0 when another process holds the lock.
    */
   abstract sealPending(
     organizationId: string | null,
     limit: number,
     seal: (events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>) => Seal[],
+    sealed: (events: AuditEvent[]) => Promise<void>,
   ): Promise<number>;
 }

@@ -102,6 +102,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     organizationId: string | null,
     limit: number,
     seal: (events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>) => Seal[],
+    sealed: (events: AuditEvent[]) => Promise<void>,
   ): Promise<number> {
     return this.txHost.withTransaction(async () => {
       const tx = this.txHost.tx;
@@ -141,6 +142,13 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
            SELECT organization_id, sequence, hash FROM jsonb_to_recordset($1::jsonb) AS h(organization_id uuid, sequence bigint, hash text)
          ON CONFLICT (organization_id) DO UPDATE SET sequence = excluded.sequence, hash = excluded.hash`,
         [JSON.stringify([...last.values()].map((s) => ({ organization_id: s.organizationId, sequence: s.sequence, hash: s.hash })))],
+      );
+      const byId = new Map(seals.map((s) => [s.id, s]));
+      await sealed(
+        pending.map((event) => {
+          const { sequence, previousHash, hash } = byId.get(event.id)!;
+          return { ...event, sequence, previousHash, hash };
+        }),
       );
       return seals.length;
     });

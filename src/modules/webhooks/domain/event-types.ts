@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 /** What a receiver may subscribe to: each event type, what it means, the schema of its `data` and an example. */
 export interface EventType {
   type: string;
@@ -167,7 +168,66 @@ export const EVENT_TYPES: readonly EventType[] = [
     schema: { type: 'object', properties: { endpointId: { type: 'string', format: 'uuid' } }, required: ['endpointId'] },
     example: { endpointId: ids.agent },
   },
+  ...auditEventTypes(),
 ];
+
+/**
+ * `audit.<action>` for each action of the audit log (enterprise): each event once sealed, with
+ * its place in the chain and its hash, within seconds of the change. `*` does not include them.
+ */
+function auditEventTypes(): EventType[] {
+  const actor = {
+    type: 'object',
+    properties: {
+      type: { enum: ['user', 'service_account', 'api_key', 'system', 'anonymous'] },
+      id: { type: ['string', 'null'] },
+      name: { type: ['string', 'null'] },
+      ip: { type: ['string', 'null'] },
+      userAgent: { type: ['string', 'null'] },
+      via: { enum: ['password', 'saml', 'oidc', 'key', null] },
+    },
+    required: ['type', 'id', 'name'],
+  };
+  const schema = {
+    type: 'object',
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      occurredAt: { type: 'string', format: 'date-time' },
+      actor,
+      action: { type: 'string' },
+      target: {
+        type: ['object', 'null'],
+        properties: { type: { type: 'string' }, id: { type: ['string', 'null'] }, name: { type: ['string', 'null'] } },
+      },
+      outcome: { enum: ['success', 'failure', 'denied'] },
+      requestId: { type: ['string', 'null'] },
+      changes: { type: ['object', 'null'] },
+      sequence: { type: 'integer' },
+      hash: { type: 'string' },
+    },
+    required: ['id', 'occurredAt', 'actor', 'action', 'outcome', 'sequence', 'hash'],
+  };
+  return Object.entries(AUDIT_ACTIONS).map(([action, description]) => ({
+    type: `audit.${action}`,
+    description: `Audit log: ${description.charAt(0).toLowerCase()}${description.slice(1)} (enterprise; sent once sealed)`,
+    schema,
+    example: {
+      id: ids.agent,
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      actor: { type: 'user', id: ids.agent, name: 'ada@example.com', ip: '192.0.2.1', userAgent: 'curl/8', via: 'password' },
+      action,
+      target: { type: 'agent', id: ids.agent, name: 'triage' },
+      outcome: 'success',
+      requestId: 'req-1',
+      changes: null,
+      sequence: 42,
+      hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    },
+  }));
+}
+
+/** What `*` leaves out: the audit log's events are subscribed to by name (`audit.*`). */
+const AUDIT_PREFIX = 'audit.';
 
 const KNOWN = new Set(EVENT_TYPES.map((e) => e.type));
 
@@ -179,6 +239,6 @@ export function isEventPattern(pattern: string): boolean {
 }
 
 export function matchesPattern(pattern: string, type: string): boolean {
-  if (pattern === '*') return true;
+  if (pattern === '*') return !type.startsWith(AUDIT_PREFIX);
   return pattern.endsWith('.*') ? type.startsWith(pattern.slice(0, -1)) : pattern === type;
 }

@@ -117,7 +117,10 @@ async function updatesRecorded(databaseUrl: string): Promise<number> {
   const db = new Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM audit_events WHERE action = 'agent.updated'`);
+    // Sealed or still in the inbox.
+    const { rows } = await db.query<{ count: number }>(
+      `SELECT ((SELECT count(*) FROM audit_events WHERE action = 'agent.updated') + (SELECT count(*) FROM audit_inbox WHERE action = 'agent.updated'))::int AS count`,
+    );
     return rows[0].count;
   } finally {
     await db.end();

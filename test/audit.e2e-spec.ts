@@ -173,19 +173,36 @@ describe('audit log', () => {
     });
   });
 
-  it("refuses to change or remove events through the service's own connection", async () => {
-    const { org } = await orgWithHistory();
-    const [event] = (await events(org)).body.data;
-    await expect(db.query(`UPDATE audit_events SET outcome = 'failure' WHERE id = $1`, [event.id])).rejects.toThrow(
-      /cannot be changed or removed/,
+  it("refuses to change or remove events through the service's own connection, sealed or not yet", async () => {
+    const { org, agentId } = await orgWithHistory();
+    const refused = /cannot be changed or removed/;
+    // Not sealed yet: in the inbox, which lets an event go only once it is in the log.
+    await t.http().patch(`/api/agents/${agentId}`).set(bearer(org.admin)).send({ description: 'pending' }).expect(200);
+    const [pending] = await db.query<Array<{ id: string }>>(
+      `SELECT id FROM audit_inbox WHERE organization_id = $1 AND target_id = $2 ORDER BY id DESC LIMIT 1`,
+      [org.id, agentId],
     );
-    await expect(db.query(`DELETE FROM audit_events WHERE id = $1`, [event.id])).rejects.toThrow(/cannot be changed or removed/);
-    await expect(db.query(`TRUNCATE audit_events`)).rejects.toThrow(/cannot be changed or removed/);
-    // Sealed or not, the content stays: an unsealed event cannot be changed while it is sealed either.
-    await expect(db.query(`UPDATE audit_events SET hash = repeat('0', 64), outcome = 'denied' WHERE id = $1`, [event.id])).rejects.toThrow(
-      /cannot be changed or removed/,
-    );
+    expect(pending).toBeDefined();
+    await expect(db.query(`UPDATE audit_inbox SET outcome = 'failure' WHERE id = $1`, [pending.id])).rejects.toThrow(refused);
+    await expect(db.query(`DELETE FROM audit_inbox WHERE id = $1`, [pending.id])).rejects.toThrow(refused);
+    await expect(db.query(`TRUNCATE audit_inbox`)).rejects.toThrow(refused);
+
+    expect((await verify(org)).body).toMatchObject({ valid: true, unsealed: 0 });
+    const [event] = (await events(org, `?targetId=${agentId}`)).body.data;
+    expect(event).toMatchObject({ id: pending.id, sequence: expect.any(Number) });
+    await expect(db.query(`UPDATE audit_events SET outcome = 'failure' WHERE id = $1`, [event.id])).rejects.toThrow(refused);
+    await expect(db.query(`UPDATE audit_events SET hash = repeat('0', 64) WHERE id = $1`, [event.id])).rejects.toThrow(refused);
+    await expect(db.query(`DELETE FROM audit_events WHERE id = $1`, [event.id])).rejects.toThrow(refused);
+    await expect(db.query(`TRUNCATE audit_events`)).rejects.toThrow(refused);
     expect((await verify(org)).body.valid).toBe(true);
+  });
+
+  it('lists events at once, before they are sealed', async () => {
+    const { org, agentId } = await orgWithHistory();
+    const [newest] = (await events(org, `?targetId=${agentId}`)).body.data;
+    expect(newest).toMatchObject({ action: 'agent.updated', sequence: null, hash: null });
+    expect((await verify(org)).body.unsealed).toBe(0);
+    expect((await events(org, `?targetId=${agentId}`)).body.data[0]).toMatchObject({ id: newest.id, sequence: expect.any(Number) });
   });
 
   it('exports every event the filters select, oldest first, as CSV and as JSON lines, and records the export', async () => {
@@ -236,7 +253,7 @@ describe('audit log', () => {
     await install(t, team, 'transform');
     const old = { id: '00000000-0000-7000-8000-000000000001', occurredAt: new Date(Date.now() - 100 * 86_400_000) };
     await db.query(
-      `INSERT INTO audit_events (id, organization_id, occurred_at, actor, action, outcome) VALUES ($1, $2, $3, '{"type":"system"}', 'agent.created', 'success')`,
+      `INSERT INTO audit_inbox (id, organization_id, occurred_at, actor, action, outcome) VALUES ($1, $2, $3, '{"type":"system"}', 'agent.created', 'success')`,
       [old.id, team.id, old.occurredAt],
     );
     const seen = (await events(team, '?limit=100')).body.data;

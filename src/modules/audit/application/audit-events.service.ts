@@ -30,12 +30,12 @@ export const AUDIT_LOG_FEATURE = 'audit.log';
 export const AUDIT_FULL_FEATURE = 'audit.full';
 
 /**
- * Reading an organization's audit log, and keeping its chain: events are written unsealed (a
- * plain insert in the change's transaction, so concurrent changes never wait on one another),
- * then sealed in the order they are found, by one process at a time: each gets the next
- * sequence number of its organization and a hash over the previous one and itself. The
- * reconciler's pass (every 10 s on worker processes) seals what is pending; so does a verify,
- * for its organization, before it walks the chain.
+ * Reading an organization's audit log, and keeping its chain: events are written with their
+ * change into the inbox (a plain insert, so concurrent changes never wait on one another), then
+ * sealed in the order they were made, by one process at a time: each gets the next sequence
+ * number of its organization and a hash over the previous one and itself, and moves into the
+ * log. The reconciler's pass (every 10 s on worker processes) seals what is pending; so does a
+ * verify, for its organization, before it walks the chain.
  */
 @Injectable()
 export class AuditEventsService implements OnModuleInit {

@@ -125,6 +125,7 @@ export interface Seal {
 }
 
 export abstract class AuditEventRepository {
+  /** Writes new events, unsealed, in the current transaction. */
   abstract insert(events: NewAuditEvent[]): Promise<void>;
   abstract list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>>;
   /** Events the filters select, oldest first, after `after` (null: from the first), at most `limit`. */
@@ -136,9 +137,10 @@ export abstract class AuditEventRepository {
   abstract head(organizationId: string): Promise<{ sequence: number; hash: string } | null>;
   /**
    * In one transaction, with the sealing lock held: hands the oldest unsealed events (of one
-   * organization, or any) and each organization's chain head to `seal`, stores the seals it
-   * answers, and hands the sealed events to `sealed` (still in the transaction). Answers how
-   * many were sealed; 0 when another process holds the lock.
+   * organization, or any) and each organization's chain head to `seal`, moves them with the
+   * seals it answers from the inbox into the log, and hands the sealed events to `sealed`
+   * (still in the transaction). Answers how many were sealed; 0 when another process holds
+   * the lock.
    */
   abstract sealPending(
     organizationId: string | null,

@@ -1,19 +1,40 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import type { AuditActor, AuditTarget } from '../../../shared/audit/audit-trail';
 
+type Changes = { before?: object | null; after?: object | null } | null;
+
 /**
- * The audit log: appended to, never changed. A trigger refuses UPDATE (but the one sealing an
- * unsealed row: its sequence and hashes), DELETE and TRUNCATE; see the AuditLog migration. No
- * key to the organization: its events outlive it.
+ * An event as written with its change: a narrow row with one index, so the request pays for
+ * little. The sealer moves it, chained, into `audit_events`. A trigger refuses UPDATE and
+ * TRUNCATE, and a DELETE of an event not yet in `audit_events` (see the AuditLog migration).
+ */
+@Entity('audit_inbox')
+export class AuditInboxRow {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('timestamp with time zone', { name: 'occurred_at', precision: 3 }) occurredAt!: Date;
+  @Column('jsonb') actor!: AuditActor;
+  @Column('varchar', { name: 'actor_id', length: 64, nullable: true }) actorId!: string | null;
+  @Column('varchar', { length: 64 }) action!: string;
+  @Column('jsonb', { nullable: true }) target!: AuditTarget | null;
+  @Column('varchar', { name: 'target_id', length: 200, nullable: true }) targetId!: string | null;
+  @Column('varchar', { length: 16 }) outcome!: string;
+  @Column('varchar', { name: 'request_id', length: 128, nullable: true }) requestId!: string | null;
+  @Column('jsonb', { nullable: true }) changes!: Changes;
+}
+
+/**
+ * The audit log: sealed events, each with its place in its organization's chain, written once
+ * by the sealer and never changed. A trigger refuses UPDATE, DELETE and TRUNCATE. No key to the
+ * organization: its events outlive it.
  */
 @Entity('audit_events')
 @Index('audit_events_actor_idx', ['organizationId', 'actorId', 'occurredAt', 'id'])
 @Index('audit_events_target_idx', ['organizationId', 'targetId', 'occurredAt', 'id'])
 @Index('audit_events_action_idx', ['organizationId', 'action', 'occurredAt', 'id'])
-@Index('audit_events_chain_key', ['organizationId', 'sequence'], { unique: true, where: 'sequence IS NOT NULL' })
-@Index('audit_events_unsealed_idx', ['id'], { where: 'hash IS NULL' })
+@Index('audit_events_chain_key', ['organizationId', 'sequence'], { unique: true })
 export class AuditEventRow {
-  /** The key is the organization's list order (newest first): one index fewer to write with every event. */
+  /** The key is the organization's list order (newest first). */
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
   @PrimaryColumn('timestamp with time zone', { name: 'occurred_at', precision: 3 }) occurredAt!: Date;
   @PrimaryColumn('uuid') id!: string;
@@ -25,10 +46,10 @@ export class AuditEventRow {
   @Column('varchar', { name: 'target_id', length: 200, nullable: true }) targetId!: string | null;
   @Column('varchar', { length: 16 }) outcome!: string;
   @Column('varchar', { name: 'request_id', length: 128, nullable: true }) requestId!: string | null;
-  @Column('jsonb', { nullable: true }) changes!: { before?: object | null; after?: object | null } | null;
-  @Column('bigint', { nullable: true }) sequence!: string | null;
-  @Column('char', { name: 'previous_hash', length: 64, nullable: true }) previousHash!: string | null;
-  @Column('char', { length: 64, nullable: true }) hash!: string | null;
+  @Column('jsonb', { nullable: true }) changes!: Changes;
+  @Column('bigint') sequence!: string;
+  @Column('char', { name: 'previous_hash', length: 64 }) previousHash!: string;
+  @Column('char', { length: 64 }) hash!: string;
 }
 
 /** Each organization's last sealed event: where its chain goes on. */

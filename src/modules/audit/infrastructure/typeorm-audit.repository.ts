@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { AuditEvent, AuditEventRepository, AuditFilters, NewAuditEvent, Seal } from '../domain/audit-event';
-import { AuditEventRow } from './audit.orm-entities';
+import { AuditInboxRow } from './audit.orm-entities';
 
 /** Positions of the jsonb columns in the insert: sent as JSON text. */
 const JSON_COLUMNS = new Set([3, 6, 10]);
@@ -17,7 +17,10 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     super();
   }
 
-  /** One statement, written by hand: it runs with every audited change, and the ORM's insert costs more CPU than the row. */
+  /**
+   * Into the inbox (one index): the sealer moves it into the log. One statement, written by
+   * hand: it runs with every audited change, and the ORM's insert costs more CPU than the row.
+   */
   async insert(events: NewAuditEvent[]): Promise<void> {
     if (!events.length) return;
     const params: unknown[] = [];
@@ -41,11 +44,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
             .map((value, i) => `$${params.push(JSON_COLUMNS.has(i) && value !== null ? JSON.stringify(value) : value)}`)
             .join(', ')})`,
       );
-    await this.txHost.tx.query(
-      `INSERT INTO audit_events (id, organization_id, occurred_at, actor, actor_id, action, target, target_id, outcome, request_id, changes)
-       VALUES ${rows.join(', ')}`,
-      params,
-    );
+    await this.txHost.tx.query(`INSERT INTO audit_inbox (${CONTENT}) VALUES ${rows.join(', ')}`, params);
   }
 
   async list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
@@ -54,10 +53,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
       const { createdAt, id } = decodeCursor(page.cursor);
       where.push(`(occurred_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);
     }
-    const rows = await this.rows(
-      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`,
-      params,
-    );
+    const rows = await this.rows(`${everything(where)} ORDER BY occurred_at DESC, id DESC LIMIT $${params.push(page.limit + 1)}`, params);
     return toPage(
       rows.map((event) => ({ ...event, createdAt: event.occurredAt })),
       page.limit,
@@ -68,10 +64,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
   oldestFirst(organizationId: string, filters: AuditFilters, after: AuditEvent | null, limit: number): Promise<AuditEvent[]> {
     const { where, params } = filtered(organizationId, filters);
     if (after) where.push(`(occurred_at, id) > ($${params.push(after.occurredAt)}, $${params.push(after.id)})`);
-    return this.rows(
-      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY occurred_at, id LIMIT $${params.push(limit)}`,
-      params,
-    );
+    return this.rows(`${everything(where)} ORDER BY occurred_at, id LIMIT $${params.push(limit)}`, params);
   }
 
   chain(organizationId: string, fromSequence: number, limit: number): Promise<AuditEvent[]> {
@@ -84,7 +77,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
 
   async countUnsealed(organizationId: string): Promise<number> {
     const [{ count }] = await this.txHost.tx.query<Array<{ count: number }>>(
-      'SELECT count(*)::int AS count FROM audit_events WHERE hash IS NULL AND organization_id = $1',
+      'SELECT count(*)::int AS count FROM audit_inbox WHERE organization_id = $1',
       [organizationId],
     );
     return count;
@@ -109,7 +102,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
       const [{ locked }] = await tx.query<Array<{ locked: boolean }>>(`SELECT pg_try_advisory_xact_lock(${SEALING_LOCK}) AS locked`);
       if (!locked) return 0;
       const pending = await this.rows(
-        `SELECT * FROM audit_events WHERE hash IS NULL ${organizationId ? 'AND organization_id = $2' : ''} ORDER BY id LIMIT $1`,
+        `SELECT * FROM audit_inbox ${organizationId ? 'WHERE organization_id = $2' : ''} ORDER BY id LIMIT $1`,
         organizationId ? [limit, organizationId] : [limit],
       );
       if (!pending.length) return 0;
@@ -119,23 +112,27 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
         [organizations],
       );
       const seals = seal(pending, new Map(heads.map((h) => [h.organization_id, { sequence: Number(h.sequence), hash: h.hash }])));
+      const byId = new Map(seals.map((s) => [s.id, s]));
+      const sealedEvents = pending.map((event) => {
+        const { sequence, previousHash, hash } = byId.get(event.id)!;
+        return { ...event, sequence, previousHash, hash };
+      });
+      // Into the log, then out of the inbox (its trigger lets an event go only once it is in the log).
       await tx.query(
-        `UPDATE audit_events e SET sequence = s.sequence, previous_hash = s.previous_hash, hash = s.hash
-           FROM jsonb_to_recordset($1::jsonb) AS s(organization_id uuid, occurred_at timestamptz, id uuid, sequence bigint, previous_hash text, hash text)
-          WHERE (e.organization_id, e.occurred_at, e.id) = (s.organization_id, s.occurred_at, s.id) AND e.hash IS NULL`,
+        `INSERT INTO audit_events (${CONTENT}, sequence, previous_hash, hash)
+           SELECT ${CONTENT}, sequence, previous_hash, hash FROM jsonb_populate_recordset(NULL::audit_events, $1::jsonb)`,
         [
           JSON.stringify(
-            seals.map((s) => ({
-              organization_id: s.organizationId,
-              occurred_at: s.occurredAt,
-              id: s.id,
-              sequence: s.sequence,
-              previous_hash: s.previousHash,
-              hash: s.hash,
+            sealedEvents.map((event) => ({
+              ...toRowJson(event),
+              sequence: event.sequence,
+              previous_hash: event.previousHash,
+              hash: event.hash,
             })),
           ),
         ],
       );
+      await tx.query('DELETE FROM audit_inbox WHERE id = ANY($1::uuid[])', [pending.map((e) => e.id)]);
       const last = new Map(seals.map((s) => [s.organizationId, s]));
       await tx.query(
         `INSERT INTO audit_chain_heads (organization_id, sequence, hash)
@@ -143,13 +140,7 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
          ON CONFLICT (organization_id) DO UPDATE SET sequence = excluded.sequence, hash = excluded.hash`,
         [JSON.stringify([...last.values()].map((s) => ({ organization_id: s.organizationId, sequence: s.sequence, hash: s.hash })))],
       );
-      const byId = new Map(seals.map((s) => [s.id, s]));
-      await sealed(
-        pending.map((event) => {
-          const { sequence, previousHash, hash } = byId.get(event.id)!;
-          return { ...event, sequence, previousHash, hash };
-        }),
-      );
+      await sealed(sealedEvents);
       return seals.length;
     });
   }
@@ -158,6 +149,19 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     const rows = await this.txHost.tx.query<RawEvent[]>(sql, params);
     return rows.map(toDomain);
   }
+}
+
+/** The columns an event is written with (the seal's come with the move into the log). */
+const CONTENT = 'id, organization_id, occurred_at, actor, actor_id, action, target, target_id, outcome, request_id, changes';
+
+/** Sealed and unsealed events together (an event is in one of the two), under the same conditions. */
+function everything(where: string[]): string {
+  const conditions = where.join(' AND ');
+  return `SELECT * FROM (
+      SELECT ${CONTENT}, sequence, previous_hash, hash FROM audit_events WHERE ${conditions}
+      UNION ALL
+      SELECT ${CONTENT}, NULL::bigint, NULL::char(64), NULL::char(64) FROM audit_inbox WHERE ${conditions}
+    ) e`;
 }
 
 /** The conditions of the organization and the filters, and their parameters. */
@@ -204,7 +208,24 @@ function toDomain(row: RawEvent): AuditEvent {
   };
 }
 
-function toRow(event: NewAuditEvent): AuditEventRow {
+/** An event's content as `audit_events` column names, for jsonb_populate_recordset. */
+function toRowJson(event: AuditEvent): Record<string, unknown> {
+  return {
+    id: event.id,
+    organization_id: event.organizationId,
+    occurred_at: event.occurredAt,
+    actor: event.actor,
+    actor_id: event.actor.id,
+    action: event.action,
+    target: event.target,
+    target_id: event.target?.id ?? null,
+    outcome: event.outcome,
+    request_id: event.requestId,
+    changes: event.changes,
+  };
+}
+
+function toRow(event: NewAuditEvent): AuditInboxRow {
   return {
     id: event.id,
     organizationId: event.organizationId,
@@ -216,9 +237,6 @@ function toRow(event: NewAuditEvent): AuditEventRow {
     targetId: event.target?.id ?? null,
     outcome: event.outcome,
     requestId: event.requestId,
-    changes: event.changes as AuditEventRow['changes'],
-    sequence: null,
-    previousHash: null,
-    hash: null,
+    changes: event.changes as AuditInboxRow['changes'],
   };
 }

@@ -485,8 +485,10 @@ describe('agents', () => {
       const exhausted = await orphan(10);
       expect(await executionsWithoutLiveJob(dataSource, org.id)).toEqual(expect.arrayContaining([recoverable, exhausted]));
 
+      // At least these two: a record another file left running may lose its job's lease in between.
       const result = await reconciler.reconcile();
-      expect(result).toMatchObject({ requeued: 1, failed: 1 });
+      expect(result.requeued).toBeGreaterThanOrEqual(1);
+      expect(result.failed).toBeGreaterThanOrEqual(1);
       expect(await settled(t, org, id, recoverable)).toMatchObject({ status: 'succeeded', output: 'LOST', attempts: 2 });
       expect(await settled(t, org, id, exhausted)).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_LOST' } });
       expect(await executionsWithoutLiveJob(dataSource, org.id)).toEqual([]);

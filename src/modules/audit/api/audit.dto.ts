@@ -4,7 +4,7 @@ import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery } from '../../../shared/pagination/page-query.dto';
-import { AuditEvent, AuditFilters, ChainCheck } from '../domain/audit-event';
+import { AuditEvent, AuditFilters, ChainCheck, presented } from '../domain/audit-event';
 
 const ACTIONS = Object.keys(AUDIT_ACTIONS);
 
@@ -96,19 +96,7 @@ export class AuditEventResponse {
   hash!: string | null;
 
   static of(event: AuditEvent): AuditEventResponse {
-    return {
-      id: event.id,
-      occurredAt: event.occurredAt.toISOString(),
-      organizationId: event.organizationId,
-      actor: event.actor,
-      action: event.action,
-      target: event.target,
-      outcome: event.outcome,
-      requestId: event.requestId,
-      changes: event.changes as Record<string, unknown> | null,
-      sequence: event.sequence,
-      hash: event.hash,
-    };
+    return presented(event) as AuditEventResponse;
   }
 }
 

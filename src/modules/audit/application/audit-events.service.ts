@@ -14,6 +14,7 @@ import {
   ChainCheck,
   ChainWalker,
   GENESIS_HASH,
+  presented,
   Seal,
 } from '../domain/audit-event';
 
@@ -93,7 +94,7 @@ export class AuditEventsService implements OnModuleInit {
     await this.outbox.publish(
       events
         .filter((event) => streaming.has(event.organizationId))
-        .map((event) => ({ organizationId: event.organizationId, type: `audit.${event.action}`, data: exported(event) })),
+        .map((event) => ({ organizationId: event.organizationId, type: `audit.${event.action}`, data: presented(event) })),
     );
   }
 
@@ -131,27 +132,10 @@ async function* exportLines(
   if (format === 'csv') yield `${CSV_COLUMNS.map(([name]) => name).join(',')}\r\n`;
   for (let after: AuditEvent | null = null; ;) {
     const batch: AuditEvent[] = await events.oldestFirst(organizationId, filters, after, READ_BATCH);
-    for (const event of batch) yield format === 'csv' ? csvLine(event) : `${JSON.stringify(exported(event))}\n`;
+    for (const event of batch) yield format === 'csv' ? csvLine(event) : `${JSON.stringify(presented(event))}\n`;
     if (batch.length < READ_BATCH) return;
     after = batch[batch.length - 1];
   }
-}
-
-/** An event as the API shows it. */
-function exported(event: AuditEvent) {
-  return {
-    id: event.id,
-    occurredAt: event.occurredAt.toISOString(),
-    organizationId: event.organizationId,
-    actor: event.actor,
-    action: event.action,
-    target: event.target,
-    outcome: event.outcome,
-    requestId: event.requestId,
-    changes: event.changes,
-    sequence: event.sequence,
-    hash: event.hash,
-  };
 }
 
 const CSV_COLUMNS: Array<[string, (event: AuditEvent) => unknown]> = [

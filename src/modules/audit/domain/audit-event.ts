@@ -21,6 +21,23 @@ export interface AuditEvent {
   previousHash: string | null;
 }
 
+/** An event as the API, its export and its webhook events show it. */
+export function presented(event: AuditEvent) {
+  return {
+    id: event.id,
+    occurredAt: event.occurredAt.toISOString(),
+    organizationId: event.organizationId,
+    actor: event.actor,
+    action: event.action,
+    target: event.target,
+    outcome: event.outcome,
+    requestId: event.requestId,
+    changes: event.changes,
+    sequence: event.sequence,
+    hash: event.hash,
+  };
+}
+
 /** The hash the chain starts from: the "previous hash" of an organization's first event. */
 export const GENESIS_HASH = '0'.repeat(64);
 

@@ -3,17 +3,10 @@ import type { AuditActor, AuditTarget } from '../../../shared/audit/audit-trail'
 
 type Changes = { before?: object | null; after?: object | null } | null;
 
-/**
- * An event as written with its change: a narrow row with one index, so the request pays for
- * little. The sealer moves it, chained, into `audit_events`. A trigger refuses UPDATE and
- * TRUNCATE, and a DELETE of an event not yet in `audit_events` (see the AuditLog migration).
- */
-@Entity('audit_inbox')
-export class AuditInboxRow {
-  @PrimaryColumn('uuid') id!: string;
-  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
-  @Column('timestamp with time zone', { name: 'occurred_at', precision: 3 }) occurredAt!: Date;
+/** What an event says, the same in the inbox and in the log. */
+abstract class AuditContent {
   @Column('jsonb') actor!: AuditActor;
+  /** The actor's and the target's ids, for the filters. */
   @Column('varchar', { name: 'actor_id', length: 64, nullable: true }) actorId!: string | null;
   @Column('varchar', { length: 64 }) action!: string;
   @Column('jsonb', { nullable: true }) target!: AuditTarget | null;
@@ -21,6 +14,18 @@ export class AuditInboxRow {
   @Column('varchar', { length: 16 }) outcome!: string;
   @Column('varchar', { name: 'request_id', length: 128, nullable: true }) requestId!: string | null;
   @Column('jsonb', { nullable: true }) changes!: Changes;
+}
+
+/**
+ * An event as written with its change: a narrow row with one index, so the request pays for
+ * little. The sealer moves it, chained, into `audit_events`. A trigger refuses UPDATE and
+ * TRUNCATE, and a DELETE of an event not yet in `audit_events` (see the AuditLog migration).
+ */
+@Entity('audit_inbox')
+export class AuditInboxRow extends AuditContent {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('timestamp with time zone', { name: 'occurred_at', precision: 3 }) occurredAt!: Date;
 }
 
 /**
@@ -33,20 +38,11 @@ export class AuditInboxRow {
 @Index('audit_events_target_idx', ['organizationId', 'targetId', 'occurredAt', 'id'])
 @Index('audit_events_action_idx', ['organizationId', 'action', 'occurredAt', 'id'])
 @Index('audit_events_chain_key', ['organizationId', 'sequence'], { unique: true })
-export class AuditEventRow {
+export class AuditEventRow extends AuditContent {
   /** The key is the organization's list order (newest first). */
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
   @PrimaryColumn('timestamp with time zone', { name: 'occurred_at', precision: 3 }) occurredAt!: Date;
   @PrimaryColumn('uuid') id!: string;
-  @Column('jsonb') actor!: AuditActor;
-  /** The actor's and the target's ids, for the filters. */
-  @Column('varchar', { name: 'actor_id', length: 64, nullable: true }) actorId!: string | null;
-  @Column('varchar', { length: 64 }) action!: string;
-  @Column('jsonb', { nullable: true }) target!: AuditTarget | null;
-  @Column('varchar', { name: 'target_id', length: 200, nullable: true }) targetId!: string | null;
-  @Column('varchar', { length: 16 }) outcome!: string;
-  @Column('varchar', { name: 'request_id', length: 128, nullable: true }) requestId!: string | null;
-  @Column('jsonb', { nullable: true }) changes!: Changes;
   @Column('bigint') sequence!: string;
   @Column('char', { name: 'previous_hash', length: 64 }) previousHash!: string;
   @Column('char', { length: 64 }) hash!: string;

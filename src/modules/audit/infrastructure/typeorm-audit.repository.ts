@@ -3,10 +3,6 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
 import { AuditEvent, AuditEventRepository, AuditFilters, NewAuditEvent, Seal } from '../domain/audit-event';
-import { AuditInboxRow } from './audit.orm-entities';
-
-/** Positions of the jsonb columns in the insert: sent as JSON text. */
-const JSON_COLUMNS = new Set([3, 6, 10]);
 
 /** Held by the process sealing: one at a time, the others skip their turn. */
 const SEALING_LOCK = "hashtext('platform.audit.sealing')";
@@ -23,28 +19,10 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
    */
   async insert(events: NewAuditEvent[]): Promise<void> {
     if (!events.length) return;
-    const params: unknown[] = [];
-    const rows = events
-      .map(toRow)
-      .map(
-        (row) =>
-          `(${[
-            row.id,
-            row.organizationId,
-            row.occurredAt,
-            row.actor,
-            row.actorId,
-            row.action,
-            row.target,
-            row.targetId,
-            row.outcome,
-            row.requestId,
-            row.changes,
-          ]
-            .map((value, i) => `$${params.push(JSON_COLUMNS.has(i) && value !== null ? JSON.stringify(value) : value)}`)
-            .join(', ')})`,
-      );
-    await this.txHost.tx.query(`INSERT INTO audit_inbox (${CONTENT}) VALUES ${rows.join(', ')}`, params);
+    await this.txHost.tx.query(
+      `INSERT INTO audit_inbox (${CONTENT}) SELECT ${CONTENT} FROM jsonb_populate_recordset(NULL::audit_inbox, $1::jsonb)`,
+      [JSON.stringify(events.map(toRowJson))],
+    );
   }
 
   async list(organizationId: string, filters: AuditFilters, page: PageRequest): Promise<Page<AuditEvent>> {
@@ -208,8 +186,8 @@ function toDomain(row: RawEvent): AuditEvent {
   };
 }
 
-/** An event's content as `audit_events` column names, for jsonb_populate_recordset. */
-function toRowJson(event: AuditEvent): Record<string, unknown> {
+/** An event's content by column name, for jsonb_populate_recordset (into the inbox, and from it into the log). */
+function toRowJson(event: NewAuditEvent): Record<string, unknown> {
   return {
     id: event.id,
     organization_id: event.organizationId,
@@ -222,21 +200,5 @@ function toRowJson(event: AuditEvent): Record<string, unknown> {
     outcome: event.outcome,
     request_id: event.requestId,
     changes: event.changes,
-  };
-}
-
-function toRow(event: NewAuditEvent): AuditInboxRow {
-  return {
-    id: event.id,
-    organizationId: event.organizationId,
-    occurredAt: event.occurredAt,
-    actor: event.actor,
-    actorId: event.actor.id,
-    action: event.action,
-    target: event.target,
-    targetId: event.target?.id ?? null,
-    outcome: event.outcome,
-    requestId: event.requestId,
-    changes: event.changes as AuditInboxRow['changes'],
   };
 }

@@ -71,6 +71,9 @@ export const AUDIT_ACTIONS = {
   'api_key.policy_updated': "The organization's key policy was changed",
   'saml.settings_updated': 'The SAML settings were set or changed',
   'saml.settings_deleted': 'The SAML settings were removed',
+  'saml.sp_keys_rotated': "The organization's SAML service provider keys (signing, encryption) were rotated",
+  'oidc.settings_updated': 'The OpenID Connect settings were set or changed',
+  'oidc.settings_deleted': 'The OpenID Connect settings were removed',
   'organization.updated': 'The organization was changed (its name, its history retention)',
   'subscription.updated': "The organization's tier changed",
   'license.installed': 'A license was installed',
@@ -102,6 +105,8 @@ export const AUDIT_ACTIONS = {
   'webhook_endpoint.secret_rotated': "A webhook endpoint's signing secret was rotated",
   'webhook_endpoint.deleted': 'A webhook endpoint was deleted',
   'audit.exported': 'The audit log was exported',
+  'audit.settings_updated': "The audit log's retention was changed",
+  'audit.purged': 'Events older than the retention were purged',
 } as const;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -39,7 +39,7 @@ export const TIER_HISTORY_RETENTION_DAYS: Record<Tier, number> = { starter: 7, t
 export const TIER_FEATURES: Record<Tier, readonly string[]> = {
   starter: [],
   team: ['webhooks', 'audit.log'],
-  enterprise: ['webhooks', 'sso.saml', 'rate-limit.custom', 'api-keys.no-expiry', 'audit.log', 'audit.full'],
+  enterprise: ['webhooks', 'sso.saml', 'sso.oidc', 'rate-limit.custom', 'api-keys.no-expiry', 'audit.log', 'audit.full'],
 };
 
 /**

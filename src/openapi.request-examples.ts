@@ -53,6 +53,7 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
   'POST /api/auth/me/api-keys': { name: 'laptop', scopes: ['workflows:read', 'workflows:run'] },
   'POST /api/auth/me/api-keys/{keyId}/rotate': { graceSeconds: 3600 },
   'PUT /api/api-keys/policy': { maxLifetimeDays: 90 },
+  'PUT /api/audit-events/settings': { retentionDays: 365 },
   'PATCH /api/plugins/{slug}': { config: { defaultHeaders: { 'X-Team': 'billing' }, origins: ['https://crm.example.com'] } },
   'POST /api/plugins/{slug}/install': {},
   'POST /api/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },

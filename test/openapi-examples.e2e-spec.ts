@@ -203,6 +203,7 @@ describe('the request body examples of the OpenAPI document', () => {
     const personalKey = await send('POST /api/auth/me/api-keys', '/api/auth/me/api-keys', admin);
     await send('POST /api/auth/me/api-keys/{keyId}/rotate', `/api/auth/me/api-keys/${personalKey.id}/rotate`, admin);
     await send('PUT /api/api-keys/policy', '/api/api-keys/policy', admin);
+    await send('PUT /api/audit-events/settings', '/api/audit-events/settings', admin);
 
     await send('POST /api/plugins/{slug}/install', '/api/plugins/transform/install', admin);
     await send('POST /api/plugins/{slug}/install', '/api/plugins/http/install', admin);

@@ -70,6 +70,8 @@ export class AppConfig {
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
   /** HISTORY_RETENTION_DAYS: the most days any organization's executions and runs are kept. */
   readonly history: { retentionDays: number };
+  /** AUDIT_RETENTION_DAYS: the most days any organization's audit events are kept. */
+  readonly audit: { retentionDays: number };
   /** WORKFLOW_EVENT_KEEP_SECONDS: how long an event no wait took is kept for one. */
   readonly workflowEvents: { keepSeconds: number };
   /** MCP_WAIT_SECONDS: how long a tools/call at /api/mcp waits for its run or execution. */
@@ -149,6 +151,7 @@ export class AppConfig {
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
     this.history = { retentionDays: env.HISTORY_RETENTION_DAYS };
+    this.audit = { retentionDays: env.AUDIT_RETENTION_DAYS };
     this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
     this.mcp = { waitSeconds: env.MCP_WAIT_SECONDS };
     this.shareOverrides = Object.fromEntries(

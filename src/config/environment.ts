@@ -152,6 +152,15 @@ export class Environment {
   @Max(3650)
   HISTORY_RETENTION_DAYS = 90;
 
+  /**
+   * Days audit events are kept at most: an enterprise organization may choose fewer (30 at
+   * least); every other organization keeps them this long. Older ones are purged every hour.
+   */
+  @IsInt()
+  @Min(30)
+  @Max(3650)
+  AUDIT_RETENTION_DAYS = 3650;
+
   /** Seconds an event no wait step was waiting for is kept, for a wait that begins just after it. */
   @IsInt()
   @Min(0)
@@ -339,6 +348,7 @@ const NUMERIC = new Set([
   'HOOK_RATE_LIMIT_PER_TRIGGER',
   'TRIGGER_EVENT_RETENTION_DAYS',
   'HISTORY_RETENTION_DAYS',
+  'AUDIT_RETENTION_DAYS',
   'WORKFLOW_EVENT_KEEP_SECONDS',
   'MCP_WAIT_SECONDS',
   'ORG_MAX_EXPRESSIONS',

@@ -62,6 +62,7 @@ const WRITTEN_FOR = [
   '1795795000000-AgentMcpExposure',
   '1795800000000-HistoryPartitions',
   '1795810000000-AuditLog',
+  '1795815000000-AuditRetention',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];
@@ -151,7 +152,10 @@ interface Snapshot {
   rows: Map<string, Row>;
 }
 
-const keyOf = (row: Row, primaryKey: string[]) => primaryKey.map((k) => String(row[k])).join('|');
+/** A row's key; a timestamp in it the same however it is written (to_jsonb's +00:00 or the fixture's Z). */
+const keyOf = (row: Row, primaryKey: string[]) =>
+  primaryKey.map((k) => (TIMESTAMP.test(String(row[k])) ? new Date(String(row[k])).toISOString() : String(row[k]))).join('|');
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 
 /** Every row of each table as to_jsonb() shows it, by primary key. */
 async function snapshot(db: Client, tables: string[]): Promise<Record<string, Snapshot>> {

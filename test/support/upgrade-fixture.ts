@@ -640,7 +640,8 @@ export async function upgradeFixture(input: FixtureInput) {
         },
       ],
     ],
-    ['audit_chain_heads', [{ organization_id: globex, sequence: 1, hash: 'f'.repeat(64) }]],
+    ['audit_chain_heads', [{ organization_id: globex, sequence: 1, hash: 'f'.repeat(64), purged_through: 0, purged_hash: null }]],
+    ['audit_settings', [{ organization_id: acme, retention_days: 365, updated_at: at(500) }]],
   ];
 
   return {

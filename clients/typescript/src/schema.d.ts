@@ -1550,6 +1550,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many days the organization keeps its audit events (enterprise) */
+        get: operations["AuditEventsController_retention"];
+        /**
+         * Sets how many days the organization keeps its audit events, from 30 to the instance cap (enterprise)
+         * @description Needs a signed-in admin: an API key is refused (403 FORBIDDEN). The change is an event; events past the retention are purged within the hour, and each purge is an event too.
+         */
+        put: operations["AuditEventsController_setRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3448,7 +3469,7 @@ export interface components {
             organizationId: string;
             actor: components["schemas"]["AuditActorResponse"];
             /** @enum {string} */
-            action: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported";
+            action: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
             target: components["schemas"]["AuditTargetResponse"] | null;
             /** @enum {string} */
             outcome: "success" | "failure" | "denied";
@@ -3485,6 +3506,25 @@ export interface components {
             /** @description Events not sealed yet */
             unsealed: number;
             firstBreak: components["schemas"]["ChainBreakResponse"] | null;
+        };
+        AuditRetentionResponse: {
+            /**
+             * @description Days events are kept; older ones are purged, and each purge is an event
+             * @example 365
+             */
+            retentionDays: number;
+            /**
+             * @description The most this instance allows (AUDIT_RETENTION_DAYS)
+             * @example 3650
+             */
+            maxRetentionDays: number;
+        };
+        AuditRetentionRequest: {
+            /**
+             * @description Days events are kept: from 30 to the instance's AUDIT_RETENTION_DAYS
+             * @example 365
+             */
+            retentionDays: number;
         };
     };
     responses: never;
@@ -13714,7 +13754,7 @@ export interface operations {
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
                 /** @description Only events of this action */
-                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported";
+                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
                 /** @description Only events by this user, service account or key */
                 actorId?: string;
                 /** @description Only events about this object (its id: a UUID, a plugin's slug) */
@@ -13798,7 +13838,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Only events of this action */
-                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported";
+                action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
                 /** @description Only events by this user, service account or key */
                 actorId?: string;
                 /** @description Only events about this object (its id: a UUID, a plugin's slug) */
@@ -13897,6 +13937,152 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChainCheckResponse"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AuditEventsController_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditRetentionResponse"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AuditEventsController_setRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "retentionDays": 365
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuditRetentionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditRetentionResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
             /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */

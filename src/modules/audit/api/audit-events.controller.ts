@@ -1,12 +1,21 @@
 import { pipeline, Readable } from 'node:stream';
-import { Controller, Get, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Put, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
+import { CurrentPrincipal, RequiresScope, Roles, SessionOnly } from '../../../shared/auth/access.decorators';
 import type { Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
 import { AuditEventsService } from '../application/audit-events.service';
-import { AuditEventPageResponse, AuditEventQuery, AuditExportQuery, AuditEventResponse, ChainCheckResponse, filtersOf } from './audit.dto';
+import {
+  AuditEventPageResponse,
+  AuditEventQuery,
+  AuditEventResponse,
+  AuditExportQuery,
+  AuditRetentionRequest,
+  AuditRetentionResponse,
+  ChainCheckResponse,
+  filtersOf,
+} from './audit.dto';
 
 /** The organization's audit log: admins read it; nobody changes it. */
 @ApiTags('audit')
@@ -53,5 +62,26 @@ export class AuditEventsController {
   @ApiErrors('FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
   async verify(@CurrentPrincipal() caller: Principal): Promise<ChainCheckResponse> {
     return ChainCheckResponse.of(await this.audit.verify(caller));
+  }
+
+  @Get('settings')
+  @ApiOperation({ summary: 'How many days the organization keeps its audit events (enterprise)' })
+  @ApiOkResponse({ type: AuditRetentionResponse })
+  @ApiErrors('FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
+  retention(@CurrentPrincipal() caller: Principal): Promise<AuditRetentionResponse> {
+    return this.audit.retention(caller);
+  }
+
+  @Put('settings')
+  @SessionOnly()
+  @ApiOperation({
+    summary: 'Sets how many days the organization keeps its audit events, from 30 to the instance cap (enterprise)',
+    description:
+      'Needs a signed-in admin: an API key is refused (403 FORBIDDEN). The change is an event; events past the retention are purged within the hour, and each purge is an event too.',
+  })
+  @ApiOkResponse({ type: AuditRetentionResponse })
+  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'FEATURE_NOT_AVAILABLE')
+  setRetention(@CurrentPrincipal() caller: Principal, @Body() body: AuditRetentionRequest): Promise<AuditRetentionResponse> {
+    return this.audit.setRetention(caller, body.retentionDays);
   }
 }

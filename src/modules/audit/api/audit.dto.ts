@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsString, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsInt, IsISO8601, IsString, Matches, MaxLength } from 'class-validator';
 import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
@@ -121,4 +121,17 @@ export class ChainCheckResponse {
   static of(check: ChainCheck): ChainCheckResponse {
     return { valid: !check.firstBreak, ...check };
   }
+}
+
+export class AuditRetentionRequest {
+  @ApiProperty({ example: 365, description: 'Days events are kept: from 30 to the instance\'s AUDIT_RETENTION_DAYS' })
+  @IsInt()
+  retentionDays!: number;
+}
+
+export class AuditRetentionResponse {
+  @ApiProperty({ example: 365, description: 'Days events are kept; older ones are purged, and each purge is an event' })
+  retentionDays!: number;
+  @ApiProperty({ example: 3650, description: 'The most this instance allows (AUDIT_RETENTION_DAYS)' })
+  maxRetentionDays!: number;
 }

@@ -1,4 +1,6 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
 import { JobReconciler } from '../../../queue/job-reconciler';
 import { AuditTrail } from '../../../shared/audit/audit-trail';
 import { EventOutbox } from '../../../shared/events/event-outbox';
@@ -10,6 +12,7 @@ import {
   AuditEvent,
   AuditEventRepository,
   AuditFilters,
+  assertRetention,
   chainHash,
   ChainCheck,
   ChainWalker,
@@ -23,6 +26,16 @@ const SEAL_BATCH = 1000;
 /** Events read per query while verifying or exporting. */
 const READ_BATCH = 1000;
 const DAY_MS = 86_400_000;
+/** Events a purge removes per transaction. */
+const PURGE_BATCH = 10_000;
+/** How often a process purges what is past its organization's retention. */
+const PURGE_EVERY_MS = 3_600_000;
+
+/** An organization's audit retention, and the most the instance allows. */
+export interface AuditRetention {
+  retentionDays: number;
+  maxRetentionDays: number;
+}
 
 export type ExportFormat = 'csv' | 'jsonl';
 
@@ -36,11 +49,15 @@ export const AUDIT_FULL_FEATURE = 'audit.full';
  * sealed in the order they were made, by one process at a time: each gets the next sequence
  * number of its organization and a hash over the previous one and itself, and moves into the
  * log. The reconciler's pass (every 10 s on worker processes) seals what is pending; so does a
- * verify, for its organization, before it walks the chain.
+ * verify, for its organization, before it walks the chain. Every hour the pass also purges
+ * what is past each organization's retention, and records each purge.
  */
 @Injectable()
 export class AuditEventsService implements OnModuleInit {
+  private nextPurgeAt = 0;
+
   constructor(
+    private readonly config: AppConfig,
     private readonly events: AuditEventRepository,
     private readonly reconciler: JobReconciler,
     private readonly subscriptions: SubscriptionService,
@@ -50,6 +67,7 @@ export class AuditEventsService implements OnModuleInit {
 
   onModuleInit(): void {
     this.reconciler.addChore(() => this.sealPending());
+    this.reconciler.addChore(() => this.purgeWhenDue());
   }
 
   /** The organization's events, within what its tier sees (team: the last 90 days). */
@@ -98,18 +116,94 @@ export class AuditEventsService implements OnModuleInit {
     );
   }
 
-  /** Seals the organization's pending events, then walks its whole chain; names the first break. */
+  /**
+   * Seals the organization's pending events, then walks its chain from where the last
+   * recorded purge left it to its end; names the first break.
+   */
   async verify(caller: Principal): Promise<ChainCheck> {
     const { organizationId } = caller;
     await this.subscriptions.assertFeature(organizationId, AUDIT_FULL_FEATURE);
     await this.sealPending(organizationId);
-    const walker = new ChainWalker({ sequence: 1, previousHash: GENESIS_HASH });
-    for (let from = 1; ; from += READ_BATCH) {
+    const head = await this.events.head(organizationId);
+    const walker = ChainWalker.from(head);
+    walker.start(head, await this.events.recordedPurge(organizationId));
+    for (let from = walker.nextSequence; !walker.firstBreak; from += READ_BATCH) {
       const batch = await this.events.chain(organizationId, from, READ_BATCH);
       if (!walker.next(batch) || batch.length < READ_BATCH) break;
     }
-    walker.end(await this.events.head(organizationId));
+    walker.end(head);
     return { checked: walker.checked, unsealed: await this.events.countUnsealed(organizationId), firstBreak: walker.firstBreak };
+  }
+
+  /** The organization's retention (enterprise). */
+  async retention(caller: Principal): Promise<AuditRetention> {
+    await this.subscriptions.assertFeature(caller.organizationId, AUDIT_FULL_FEATURE);
+    return this.retentionOf(caller.organizationId);
+  }
+
+  /** Sets how many days the organization keeps its events, from 30 to the instance's AUDIT_RETENTION_DAYS (enterprise). */
+  @Transactional()
+  async setRetention(caller: Principal, days: number): Promise<AuditRetention> {
+    const { organizationId } = caller;
+    await this.subscriptions.assertFeature(organizationId, AUDIT_FULL_FEATURE);
+    const maxDays = this.config.audit.retentionDays;
+    assertRetention(days, maxDays);
+    const before = await this.retentionOf(organizationId);
+    await this.events.setRetention(organizationId, days);
+    await this.audit.record({
+      organizationId,
+      action: 'audit.settings_updated',
+      target: { type: 'audit_log', id: organizationId, name: null },
+      changes: { before: { retentionDays: before.retentionDays }, after: { retentionDays: days } },
+    });
+    return { retentionDays: days, maxRetentionDays: maxDays };
+  }
+
+  /**
+   * Removes every organization's sealed events older than its retention, oldest first, as the
+   * purging database role; each batch is recorded as an `audit.purged` event in its
+   * transaction. Answers how many events went.
+   */
+  async purgeExpired(): Promise<number> {
+    let total = 0;
+    for (const organizationId of await this.events.chainedOrganizations()) {
+      for (;;) {
+        const purged = await this.purgeBatch(organizationId);
+        total += purged;
+        if (purged < PURGE_BATCH) break;
+      }
+    }
+    return total;
+  }
+
+  private async purgeWhenDue(): Promise<void> {
+    if (Date.now() < this.nextPurgeAt) return;
+    this.nextPurgeAt = Date.now() + PURGE_EVERY_MS;
+    await this.purgeExpired();
+  }
+
+  @Transactional()
+  private async purgeBatch(organizationId: string): Promise<number> {
+    const { purged, throughSequence, olderThan, retentionDays } = await this.events.purge(
+      organizationId,
+      this.config.audit.retentionDays,
+      PURGE_BATCH,
+    );
+    if (purged) {
+      await this.audit.record({
+        organizationId,
+        action: 'audit.purged',
+        target: { type: 'audit_log', id: organizationId, name: null },
+        changes: { after: { purged, throughSequence, olderThan: olderThan.toISOString(), retentionDays } },
+      });
+    }
+    return purged;
+  }
+
+  private async retentionOf(organizationId: string): Promise<AuditRetention> {
+    const maxDays = this.config.audit.retentionDays;
+    const own = await this.events.retention(organizationId);
+    return { retentionDays: Math.min(own ?? maxDays, maxDays), maxRetentionDays: maxDays };
   }
 
   /** FEATURE_NOT_AVAILABLE below team; the filters narrowed to the days the tier sees. */

@@ -1,4 +1,4 @@
-import { AuditEvent, chainHash, ChainWalker, GENESIS_HASH } from './audit-event';
+import { assertRetention, AuditEvent, chainHash, ChainWalker, GENESIS_HASH } from './audit-event';
 
 const ORG = '0f8e4a52-6c1b-4d39-9a7e-2b5c8d1e3f40';
 
@@ -102,5 +102,40 @@ describe('the audit chain', () => {
       reason: 'the chain does not end with the hash it was sealed with',
     });
     expect(walk([], null)).toEqual({ checked: 0, firstBreak: null });
+  });
+
+  it('walks a purged chain from after its last purged event, and names a start no purge recorded', () => {
+    const events = chain(6);
+    const head = { ...headOf(events), purgedThrough: 2, purgedHash: events[1].hash! };
+
+    const kept = ChainWalker.from(head);
+    kept.start(head, 2);
+    expect(kept.nextSequence).toBe(3);
+    kept.next(events.slice(2));
+    kept.end(head);
+    expect({ checked: kept.checked, firstBreak: kept.firstBreak }).toEqual({ checked: 4, firstBreak: null });
+
+    const unrecorded = ChainWalker.from(head);
+    unrecorded.start(head, 0);
+    expect(unrecorded.firstBreak).toEqual({
+      sequence: 2,
+      eventId: null,
+      reason: 'the chain begins after event 2, but the last recorded purge ended at 0',
+    });
+
+    // A start moved without the matching hash does not link to the first kept event.
+    const moved = ChainWalker.from({ ...head, purgedHash: GENESIS_HASH });
+    moved.next(events.slice(2));
+    expect(moved.firstBreak).toMatchObject({ sequence: 3, reason: 'its previous hash is not the hash of the event before it' });
+  });
+});
+
+describe('audit retention', () => {
+  it('takes whole days from 30 to the instance cap', () => {
+    expect(() => assertRetention(30, 400)).not.toThrow();
+    expect(() => assertRetention(400, 400)).not.toThrow();
+    for (const days of [29, 401, 30.5, Number.NaN]) {
+      expect(() => assertRetention(days, 400)).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../../../shared/audit/audit-trail';
 import { canonicalJson } from '../../../shared/json/canonical-json';
+import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 
 /** One entry of an organization's audit log, as stored and listed. */
@@ -104,6 +105,29 @@ export class ChainWalker {
     return true;
   }
 
+  /** The walk of the chain `head` ends: from after its last purged event, or from the first. */
+  static from(head: ChainHead | null): ChainWalker {
+    return new ChainWalker({ sequence: (head?.purgedThrough ?? 0) + 1, previousHash: head?.purgedHash ?? GENESIS_HASH });
+  }
+
+  /** The sequence the walk expects next. */
+  get nextSequence(): number {
+    return this.expectedSequence;
+  }
+
+  /**
+   * Before the first event: a chain that begins later than its first event must have been
+   * purged that far, as the latest `audit.purged` event recorded (`recordedThrough`).
+   */
+  start(head: ChainHead | null, recordedThrough: number): void {
+    if (!head?.purgedThrough || head.purgedThrough === recordedThrough) return;
+    this.firstBreak = {
+      sequence: head.purgedThrough,
+      eventId: null,
+      reason: `the chain begins after event ${head.purgedThrough}, but the last recorded purge ended at ${recordedThrough}`,
+    };
+  }
+
   /** After the last event: the chain must end where its head says it does (the newest events were not removed). */
   end(head: { sequence: number; hash: string } | null): void {
     if (this.firstBreak || !head) return;
@@ -117,6 +141,36 @@ export class ChainWalker {
     } else if (head.sequence === last && head.hash !== this.previousHash) {
       this.firstBreak = { sequence: last, eventId: null, reason: 'the chain does not end with the hash it was sealed with' };
     }
+  }
+}
+
+/** Where an organization's chain ends (`sequence`, `hash`), and where it now begins: after the last purged event. */
+export interface ChainHead {
+  sequence: number;
+  hash: string;
+  purgedThrough: number;
+  /** The hash of the last purged event, the first kept one's previous hash; null before any purge. */
+  purgedHash: string | null;
+}
+
+/** What one purge removed. */
+export interface AuditPurge {
+  purged: number;
+  /** The last removed event's sequence (the chain now begins after it). */
+  throughSequence: number;
+  olderThan: Date;
+  retentionDays: number;
+}
+
+/** The fewest days an organization may keep its audit events. */
+export const MIN_AUDIT_RETENTION_DAYS = 30;
+
+/** VALIDATION_FAILED unless `days` is a whole number of days from 30 to the instance's cap. */
+export function assertRetention(days: number, maxDays: number): void {
+  if (!Number.isInteger(days) || days < MIN_AUDIT_RETENTION_DAYS || days > maxDays) {
+    throw new DomainError('VALIDATION_FAILED', `retentionDays must be from ${MIN_AUDIT_RETENTION_DAYS} to ${maxDays}`, [
+      { path: 'retentionDays', message: `retentionDays must be a whole number from ${MIN_AUDIT_RETENTION_DAYS} to ${maxDays} (AUDIT_RETENTION_DAYS)` },
+    ]);
   }
 }
 
@@ -150,8 +204,20 @@ export abstract class AuditEventRepository {
   /** Sealed events of the organization from `fromSequence` on, in order, at most `limit`. */
   abstract chain(organizationId: string, fromSequence: number, limit: number): Promise<AuditEvent[]>;
   abstract countUnsealed(organizationId: string): Promise<number>;
-  /** The organization's last sealed event, as the sealer recorded it; null before the first. */
-  abstract head(organizationId: string): Promise<{ sequence: number; hash: string } | null>;
+  /** The organization's last sealed event, as the sealer recorded it, and where a purge left its start; null before the first. */
+  abstract head(organizationId: string): Promise<ChainHead | null>;
+  /** The chain's start the latest recorded `audit.purged` event names (0: none recorded). */
+  abstract recordedPurge(organizationId: string): Promise<number>;
+  /** The organization's own retention in days; null: the instance's. */
+  abstract retention(organizationId: string): Promise<number | null>;
+  abstract setRetention(organizationId: string, days: number): Promise<void>;
+  /** Organizations with a chain (the ones a purge may concern). */
+  abstract chainedOrganizations(): Promise<string[]>;
+  /**
+   * Removes, as the purging database role, up to `limit` of the organization's oldest sealed
+   * events that are older than its retention (its own, within `maxDays`; 30 days at least).
+   */
+  abstract purge(organizationId: string, maxDays: number, limit: number): Promise<AuditPurge>;
   /**
    * In one transaction, with the sealing lock held: hands the oldest unsealed events (of one
    * organization, or any) and each organization's chain head to `seal`, moves them with the

@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import type { AuditActor, AuditTarget } from '../../../shared/audit/audit-trail';
 
 type Changes = { before?: object | null; after?: object | null } | null;
@@ -48,10 +48,20 @@ export class AuditEventRow extends AuditContent {
   @Column('char', { length: 64 }) hash!: string;
 }
 
-/** Each organization's last sealed event: where its chain goes on. */
+/** Each organization's last sealed event, where its chain goes on; and the last purged, where it now begins. */
 @Entity('audit_chain_heads')
 export class AuditChainHeadRow {
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
   @Column('bigint') sequence!: string;
   @Column('char', { length: 64 }) hash!: string;
+  @Column('bigint', { name: 'purged_through', default: 0 }) purgedThrough!: string;
+  @Column('char', { name: 'purged_hash', length: 64, nullable: true }) purgedHash!: string | null;
+}
+
+/** An organization's own audit retention (enterprise); without a row, the instance's AUDIT_RETENTION_DAYS. */
+@Entity('audit_settings')
+export class AuditSettingsRow {
+  @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
+  @Column('integer', { name: 'retention_days' }) retentionDays!: number;
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamp with time zone', precision: 3 }) updatedAt!: Date;
 }

@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { AuditEvent, AuditEventRepository, AuditFilters, NewAuditEvent, Seal } from '../domain/audit-event';
+import { AuditEvent, AuditEventRepository, AuditFilters, AuditPurge, ChainHead, NewAuditEvent, Seal } from '../domain/audit-event';
 
 /** Held by the process sealing: one at a time, the others skip their turn. */
 const SEALING_LOCK = "hashtext('platform.audit.sealing')";
@@ -61,12 +61,57 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
     return count;
   }
 
-  async head(organizationId: string): Promise<{ sequence: number; hash: string } | null> {
-    const [head] = await this.txHost.tx.query<Array<{ sequence: string; hash: string }>>(
-      'SELECT sequence, hash FROM audit_chain_heads WHERE organization_id = $1',
+  async head(organizationId: string): Promise<ChainHead | null> {
+    const [head] = await this.txHost.tx.query<Array<{ sequence: string; hash: string; purged_through: string; purged_hash: string | null }>>(
+      'SELECT sequence, hash, purged_through, purged_hash FROM audit_chain_heads WHERE organization_id = $1',
       [organizationId],
     );
-    return head ? { sequence: Number(head.sequence), hash: head.hash } : null;
+    return head
+      ? { sequence: Number(head.sequence), hash: head.hash, purgedThrough: Number(head.purged_through), purgedHash: head.purged_hash }
+      : null;
+  }
+
+  async recordedPurge(organizationId: string): Promise<number> {
+    const [latest] = await this.txHost.tx.query<Array<{ changes: { after?: { throughSequence?: number } } | null }>>(
+      `${everything(['organization_id = $1', "action = 'audit.purged'"])} ORDER BY occurred_at DESC, id DESC LIMIT 1`,
+      [organizationId],
+    );
+    return Number(latest?.changes?.after?.throughSequence ?? 0);
+  }
+
+  async retention(organizationId: string): Promise<number | null> {
+    const [row] = await this.txHost.tx.query<Array<{ retention_days: number }>>(
+      'SELECT retention_days FROM audit_settings WHERE organization_id = $1',
+      [organizationId],
+    );
+    return row?.retention_days ?? null;
+  }
+
+  async setRetention(organizationId: string, days: number): Promise<void> {
+    await this.txHost.tx.query(
+      `INSERT INTO audit_settings (organization_id, retention_days) VALUES ($1, $2)
+       ON CONFLICT (organization_id) DO UPDATE SET retention_days = excluded.retention_days, updated_at = now()`,
+      [organizationId, days],
+    );
+  }
+
+  async chainedOrganizations(): Promise<string[]> {
+    const rows = await this.txHost.tx.query<Array<{ organization_id: string }>>('SELECT organization_id FROM audit_chain_heads');
+    return rows.map((row) => row.organization_id);
+  }
+
+  /** Through `audit_purge`, the function that runs as the one role the log lets delete (see the AuditRetention migration). */
+  async purge(organizationId: string, maxDays: number, limit: number): Promise<AuditPurge> {
+    const [row] = await this.txHost.tx.query<Array<{ purged: number; through_sequence: string; older_than: Date; retention_days: number }>>(
+      'SELECT * FROM audit_purge($1, $2, $3)',
+      [organizationId, maxDays, limit],
+    );
+    return {
+      purged: row.purged,
+      throughSequence: Number(row.through_sequence),
+      olderThan: new Date(row.older_than),
+      retentionDays: row.retention_days,
+    };
   }
 
   sealPending(

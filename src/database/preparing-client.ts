@@ -31,8 +31,24 @@ function statementName(text: string): string {
  * was not inside a transaction (inside one, the transaction is already aborted: the caller's
  * retry, as for any failed transaction, runs it unnamed).
  */
+/** A connection that can carry statements with its transaction's COMMIT (a `preparingClient`'s). */
+export interface CommitCarrier {
+  /** Sends `statement` (no parameters) with this transaction's COMMIT, in the same round trip; dropped with a ROLLBACK. */
+  sendWithCommit(statement: string): void;
+}
+
+/** `connection` as a CommitCarrier, or null when it is not one (PGlite's, a plain pg client). */
+export function commitCarrier(connection: unknown): CommitCarrier | null {
+  return typeof (connection as Partial<CommitCarrier> | null)?.sendWithCommit === 'function' ? (connection as CommitCarrier) : null;
+}
+
+const COMMIT = /^\s*commit\s*;?\s*$/i;
+const ENDS_OR_BEGINS = /^\s*(rollback|begin|start transaction)\b/i;
+
 export function preparingClient(cacheSize: number): typeof Client {
-  return class PreparingClient extends Client {
+  return class PreparingClient extends Client implements CommitCarrier {
+    /** Statements waiting for this transaction's COMMIT. */
+    private carried: string[] = [];
     /** Statement text to its name, for the ones prepared on this connection. */
     private readonly prepared = new Map<string, string>();
     /** Texts seen once; cleared when it grows past a bound. */
@@ -40,7 +56,22 @@ export function preparingClient(cacheSize: number): typeof Client {
     /** Texts never to prepare again on this connection. */
     private readonly refused = new Set<string>();
 
+    sendWithCommit(statement: string): void {
+      this.carried.push(statement);
+    }
+
     override query(...args: unknown[]): never {
+      if (this.carried.length && typeof args[0] === 'string') {
+        // The carried statements go in the COMMIT's round trip (the simple protocol runs them in
+        // order and stops at the first that fails, so the COMMIT then fails with it); a
+        // ROLLBACK, or a transaction that somehow begins, drops them with the one they were for.
+        if (COMMIT.test(args[0])) {
+          args[0] = [...this.carried, 'COMMIT'].join(';\n');
+          this.carried = [];
+        } else if (ENDS_OR_BEGINS.test(args[0])) {
+          this.carried = [];
+        }
+      }
       const [text, values, callback] = args;
       const name =
         typeof text === 'string' && Array.isArray(values) && values.length > 0 && (callback === undefined || typeof callback === 'function')

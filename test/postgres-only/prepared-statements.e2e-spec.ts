@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options';
-import { preparingClient } from '../../src/database/preparing-client';
+import { commitCarrier, preparingClient } from '../../src/database/preparing-client';
 
 /**
  * The statement cache against a real server (PGlite, one session for every connection, runs
@@ -90,6 +90,35 @@ describe('prepared statements (DB_STATEMENT_CACHE)', () => {
     await expect(client.query(select, [1])).rejects.toThrow('cached plan must not change result type');
     await client.query('ROLLBACK');
     expect((await client.query(select, [1])).rows).toEqual([{ id: 1, label: 'one', note: null }]);
+  });
+
+  it('carries statements with the COMMIT of their transaction, and drops them with a ROLLBACK', async () => {
+    const carrier = commitCarrier(client)!;
+    const labels = async () => (await client.query('SELECT label FROM things ORDER BY id')).rows.map((r) => r.label);
+    await client.query('BEGIN');
+    await client.query('UPDATE things SET label = $1 WHERE id = $2', ['uno', 1]);
+    carrier.sendWithCommit(`INSERT INTO things VALUES (3, 'three')`);
+    // Not sent yet: the transaction does not see it before its COMMIT.
+    expect(await labels()).toEqual(['uno', 'two']);
+    await client.query('COMMIT');
+    expect(await labels()).toEqual(['uno', 'two', 'three']);
+
+    await client.query('BEGIN');
+    carrier.sendWithCommit(`INSERT INTO things VALUES (4, 'four')`);
+    await client.query('ROLLBACK');
+    await client.query('BEGIN');
+    await client.query('COMMIT');
+    expect(await labels()).toEqual(['uno', 'two', 'three']);
+  });
+
+  it('fails the COMMIT when a carried statement fails, and commits nothing of the transaction', async () => {
+    await client.query('BEGIN');
+    await client.query('UPDATE things SET label = $1 WHERE id = $2', ['uno', 1]);
+    commitCarrier(client)!.sendWithCommit(`INSERT INTO things VALUES (2, 'a duplicate key')`);
+    await expect(client.query('COMMIT')).rejects.toThrow(/duplicate key/);
+    await client.query('ROLLBACK');
+    expect((await client.query('SELECT label FROM things ORDER BY id')).rows.map((r) => r.label)).toEqual(['one', 'two']);
+    expect(commitCarrier(new Client({ connectionString: url }))).toBeNull();
   });
 
   it('prepares through a pool, which calls the client with a callback (as the job queue’s pool does)', async () => {

@@ -148,20 +148,14 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
         const { sequence, previousHash, hash } = byId.get(event.id)!;
         return { ...event, sequence, previousHash, hash };
       });
-      // Into the log, then out of the inbox (its trigger lets an event go only once it is in the log).
+      // Into the log, copied from the inbox with each one's seal (only the seals travel), then
+      // out of the inbox (its trigger lets an event go only once it is in the log).
       await tx.query(
         `INSERT INTO audit_events (${CONTENT}, sequence, previous_hash, hash)
-           SELECT ${CONTENT}, sequence, previous_hash, hash FROM jsonb_populate_recordset(NULL::audit_events, $1::jsonb)`,
-        [
-          JSON.stringify(
-            sealedEvents.map((event) => ({
-              ...toRowJson(event),
-              sequence: event.sequence,
-              previous_hash: event.previousHash,
-              hash: event.hash,
-            })),
-          ),
-        ],
+           SELECT ${CONTENT.split(', ').map((column) => `i.${column}`).join(', ')}, s.sequence, s.previous_hash, s.hash
+             FROM jsonb_to_recordset($1::jsonb) AS s(id uuid, sequence bigint, previous_hash text, hash text)
+             JOIN audit_inbox i ON i.id = s.id`,
+        [JSON.stringify(seals.map((seal) => ({ id: seal.id, sequence: seal.sequence, previous_hash: seal.previousHash, hash: seal.hash })))],
       );
       await tx.query('DELETE FROM audit_inbox WHERE id = ANY($1::uuid[])', [pending.map((e) => e.id)]);
       const last = new Map(seals.map((s) => [s.organizationId, s]));

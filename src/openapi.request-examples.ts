@@ -46,6 +46,8 @@ export const REQUEST_EXAMPLES: Record<string, object> = {
     enabled: true,
   },
   'POST /api/auth/saml/exchange': { code: 'Yc1b2pQ0mS8xLz4uV7nK3tR6wE9aH5dF2gJ0kN1oP8q' },
+  'POST /api/auth/saml/sp-keys/rotate': { overlapHours: 168 },
+  'POST /api/auth/saml/{org}/logout': { refreshToken: 'rt_2Xk9c0tAfQ8yN3wq5V7bLmZpR1sD4hJ6' },
   'POST /api/service-accounts': { name: 'nightly-export', role: 'member' },
   'PATCH /api/service-accounts/{id}': { name: 'nightly-export-v2', role: 'viewer' },
   'POST /api/service-accounts/{id}/api-keys': { name: 'ci', scopes: ['agents:read', 'agents:execute'] },

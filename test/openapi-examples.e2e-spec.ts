@@ -190,7 +190,16 @@ describe('the request body examples of the OpenAPI document', () => {
     await send('PUT /api/auth/saml', '/api/auth/saml', admin);
     const { code, record } = LoginCode.issue({ userId: org.viewer.id, organizationId: org.id });
     await t.run(() => t.app.get(SamlStore).saveCode(record));
-    await send('POST /api/auth/saml/exchange', '/api/auth/saml/exchange', null, { code });
+    const viaSaml = await send('POST /api/auth/saml/exchange', '/api/auth/saml/exchange', null, { code });
+    await send('POST /api/auth/saml/sp-keys/rotate', '/api/auth/saml/sp-keys/rotate', admin);
+    await send(
+      'POST /api/auth/saml/{org}/logout',
+      `/api/auth/saml/${org.slug}/logout`,
+      { token: viaSaml.accessToken as string },
+      {
+        refreshToken: viaSaml.refreshToken,
+      },
+    );
 
     const account = await send('POST /api/service-accounts', '/api/service-accounts', admin);
     const accountKey = await send('POST /api/service-accounts/{id}/api-keys', `/api/service-accounts/${account.id}/api-keys`, admin);

@@ -93,6 +93,8 @@ describe('route access declarations', () => {
       'SamlController.exchange',
       'SamlController.login',
       'SamlController.metadata',
+    'SamlController.sloPost',
+    'SamlController.sloRedirect',
     ]);
   });
 });

@@ -63,6 +63,7 @@ const WRITTEN_FOR = [
   '1795800000000-HistoryPartitions',
   '1795810000000-AuditLog',
   '1795815000000-AuditRetention',
+  '1795830000000-SamlSpKeys',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];
@@ -152,10 +153,14 @@ interface Snapshot {
   rows: Map<string, Row>;
 }
 
-/** A row's key; a timestamp in it the same however it is written (to_jsonb's +00:00 or the fixture's Z). */
+/** A row's primary key; a timestamp in it as an instant (to_jsonb() writes `+00:00` where the fixture writes `Z`). */
 const keyOf = (row: Row, primaryKey: string[]) =>
-  primaryKey.map((k) => (TIMESTAMP.test(String(row[k])) ? new Date(String(row[k])).toISOString() : String(row[k]))).join('|');
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
+  primaryKey
+    .map((k) => {
+      const value = row[k];
+      return typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) ? new Date(value).toISOString() : String(value);
+    })
+    .join('|');
 
 /** Every row of each table as to_jsonb() shows it, by primary key. */
 async function snapshot(db: Client, tables: string[]): Promise<Record<string, Snapshot>> {
@@ -411,6 +416,15 @@ describe.each(UPGRADES)('upgrade from all but the newest $pending migrations', (
       const saml = await get('/api/auth/saml');
       expect(saml.status).toBe(200);
       expect(saml.body).toMatchObject(fixture.samlSettings);
+      // Settings saved before single logout, encryption and IdP-initiated sign-in read with those off.
+      expect(saml.body).toMatchObject({ idpSloUrl: null, wantAssertionsEncrypted: false, allowIdpInitiated: false });
+    });
+
+    it('keeps the SAML SP key pair (or makes the first one when the old schema had none)', async () => {
+      const keys = await get('/api/auth/saml/sp-keys');
+      expect(keys.status).toBe(200);
+      expect(keys.body.data).toEqual([expect.objectContaining({ current: true, retireAt: null })]);
+      if (had('saml_sp_keys')) expect(keys.body.data[0].id).toBe(fixture.ids.spKey);
     });
 
     it('signs with the stored webhook secret (or starts with no endpoints when the old schema had none)', async () => {

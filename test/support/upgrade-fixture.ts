@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import argon2 from 'argon2';
 import { SecretBox } from '../../src/shared/crypto/secret-box';
+import { selfSignedCertificate } from '../../src/shared/crypto/self-signed-certificate';
 import { jsonHash } from '../../src/shared/json/canonical-json';
 import { newKeySecret } from '../../src/modules/credentials/domain/key-secret';
 import { newSigningSecret } from '../../src/shared/crypto/standard-webhooks';
@@ -30,6 +31,8 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  */
 export async function upgradeFixture(input: FixtureInput) {
   const box = new SecretBox(input.secretsKey);
+  const spKey = randomUUID();
+  const spPair = await selfSignedCertificate('acme SAML SP', 30);
   const now = Date.now();
   const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
   const ahead = (days: number) => new Date(now + days * 86_400_000).toISOString();
@@ -441,7 +444,40 @@ export async function upgradeFixture(input: FixtureInput) {
     ['installation_trial', [{ id: 1, started_at: at(9600) }]],
     ['saml_settings', [{ organization_id: acme, settings: samlSettings, updated_at: at(600) }]],
     ['saml_requests', [{ id: `_${'a'.repeat(40)}`, organization_id: acme, expires_at: at(50), used_at: null }]],
-    ['saml_login_codes', [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, expires_at: at(60) }]],
+    // family_id came with SAML sessions: older codes start no named session.
+    [
+      'saml_login_codes',
+      [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, family_id: null, expires_at: at(60) }],
+    ],
+    [
+      'saml_sp_keys',
+      [
+        {
+          id: spKey,
+          organization_id: acme,
+          certificate: spPair.certificate,
+          private_key: box.seal(spPair.privateKey, `saml_sp_key:${spKey}`),
+          created_at: at(700),
+          retire_at: null,
+        },
+      ],
+    ],
+    [
+      'saml_sessions',
+      [
+        {
+          family_id: id(),
+          organization_id: acme,
+          user_id: member,
+          name_id: 'member@acme.test',
+          name_id_format: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+          session_index: '_session-1',
+          created_at: at(40),
+          expires_at: at(-600),
+        },
+      ],
+    ],
+    ['saml_assertions', [{ organization_id: acme, id: `_${'b'.repeat(40)}`, expires_at: at(-5) }]],
     [
       'webhook_endpoints',
       [
@@ -663,6 +699,7 @@ export async function upgradeFixture(input: FixtureInput) {
       trigger,
       triggerEvent,
       auditEvent,
+      spKey,
     },
     secrets: { refreshToken, httpSecret, signingSecret, triggerToken, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,

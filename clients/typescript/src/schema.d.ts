@@ -246,6 +246,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/saml/sp-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's SAML service provider key pairs in force (signing and encryption), the current one first
+         * @description The first call makes the first pair. Certificates only: a private key is never shown.
+         */
+        get: operations["SamlController_listSpKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/saml/sp-keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the SAML service provider key pair: new requests are signed with the new key at once
+         * @description The previous pair keeps decrypting assertions and stays in the SP metadata for overlapHours (default 168), so the IdP can take up the new metadata meanwhile. Needs a signed-in admin (an API key gets 403 FORBIDDEN).
+         */
+        post: operations["SamlController_rotateSpKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/saml/sp-keys/previous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End the overlap of a rotation now: the previous SAML key pairs stop decrypting and leave the SP metadata
+         * @description Needs a signed-in admin (an API key gets 403 FORBIDDEN). 404 when no previous pair is in its overlap.
+         */
+        delete: operations["SamlController_retirePreviousSpKeys"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/saml/exchange": {
         parameters: {
             query?: never;
@@ -308,6 +368,50 @@ export interface paths {
         put?: never;
         /** The IdP's answer (HTTP-POST binding): with Accept: application/json, the token pair; else a 302 to the RelayState with a one-time ?code= */
         post: operations["SamlController_acs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/saml/{org}/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Single logout, SP-initiated: ends SAML sessions of the caller and answers the IdP logout URL
+         * @description For a session that began with a SAML sign-in in this organization (else 403 FORBIDDEN). Ends the session of `refreshToken` (without it, all of the caller's SAML sessions) and every access token of the caller, then answers `logoutUrl`: the IdP's single logout URL with our signed LogoutRequest, where the browser goes next (null when the settings name no idpSloUrl).
+         */
+        post: operations["SamlController_spLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/saml/{org}/slo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Single logout endpoint, HTTP-Redirect binding: LogoutRequests and LogoutResponses from the IdP, signed in the query
+         * @description A LogoutRequest signed by the IdP ends every SAML session of the NameID it names (narrowed to its SessionIndex when given), then 302 to the IdP's SLO URL with our signed LogoutResponse (200 JSON without an idpSloUrl). A LogoutResponse to our LogoutRequest is checked and answered 200. Anything unsigned, signed by another key or with SHA-1: 401 SAML_INVALID, and nothing ends.
+         */
+        get: operations["SamlController_sloRedirect"];
+        put?: never;
+        /**
+         * Single logout endpoint, HTTP-POST binding: LogoutRequests and LogoutResponses from the IdP, signed in the XML
+         * @description As the HTTP-Redirect binding (GET), with the message in a form post.
+         */
+        post: operations["SamlController_sloPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1864,18 +1968,23 @@ export interface components {
         ServiceProviderResponse: {
             entityId: string;
             acsUrl: string;
+            /** @description Single logout (HTTP-Redirect and HTTP-POST bindings) */
+            sloUrl: string;
             metadataUrl: string;
             loginUrl: string;
         };
         SamlSettingsResponse: {
             idpEntityId: string;
             idpSsoUrl: string;
+            idpSloUrl: string | null;
             idpCertificates: string[];
             attributes: components["schemas"]["AttributeNames"];
             roleMappings: components["schemas"]["RoleMappingBody"][];
             /** @enum {string} */
             defaultRole: "admin" | "member" | "viewer";
             wantResponseSigned: boolean;
+            wantAssertionsEncrypted: boolean;
+            allowIdpInitiated: boolean;
             allowedRedirects: string[];
             enabled: boolean;
             enforced: boolean;
@@ -1887,10 +1996,14 @@ export interface components {
             idpEntityId?: string;
             /** @description The IdP SSO URL, HTTP-Redirect binding; https */
             idpSsoUrl?: string;
+            /** @description The IdP's single logout URL, HTTP-Redirect binding; https. Without it, no logout messages go to the IdP */
+            idpSloUrl?: Record<string, never>;
             /** @description PEM signing certificates; two during a rotation */
             idpCertificates?: string[];
             /** @description IdP metadata XML to take the entity id, SSO URL and certificates from */
             idpMetadataXml?: string;
+            /** @description A URL to fetch the IdP metadata from (once, now), instead of idpMetadataXml: through the outbound SSRF guard, at most 200 kB, within 10 s */
+            idpMetadataUrl?: string;
             attributes?: components["schemas"]["AttributeNames"];
             /** @description Ordered: the first group the user has gives the role */
             roleMappings?: components["schemas"]["RoleMappingBody"][];
@@ -1904,6 +2017,16 @@ export interface components {
              * @default false
              */
             wantResponseSigned?: boolean;
+            /**
+             * @description Refuse assertions that are not encrypted to our SP encryption certificate
+             * @default false
+             */
+            wantAssertionsEncrypted?: boolean;
+            /**
+             * @description Accept IdP-initiated sign-ins (responses to no AuthnRequest of ours); each assertion is accepted once
+             * @default false
+             */
+            allowIdpInitiated?: boolean;
             /** @description URL prefixes the login may send the browser back to */
             allowedRedirects?: string[];
             /** @default true */
@@ -1914,8 +2037,50 @@ export interface components {
              */
             enforced?: boolean;
         };
+        SpKeyResponse: {
+            /** Format: uuid */
+            id: string;
+            /** @description PEM; the private key is never shown */
+            certificate: string;
+            /** @description SHA-256 of the certificate, hex */
+            fingerprint: string;
+            /** @description The pair that signs requests now */
+            current: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a rotated-out pair stops decrypting; null for the current one
+             */
+            retireAt: string | null;
+        };
+        SpKeysResponse: {
+            /** @description The pairs in force, the current one first */
+            data: components["schemas"]["SpKeyResponse"][];
+        };
+        RotateSpKeysRequest: {
+            /**
+             * @description Hours the previous pair keeps decrypting and stays in the metadata (0: it stops at once)
+             * @default 168
+             */
+            overlapHours?: number;
+        };
         ExchangeCodeRequest: {
             code: string;
+        };
+        SamlLogoutRequest: {
+            /** @description The session's refresh token: only that session ends; without it, all of the caller's SAML sessions */
+            refreshToken?: string;
+        };
+        SamlLogoutResponse: {
+            sessionsEnded: number;
+            /** @description Send the browser here: the IdP's single logout URL with our signed LogoutRequest (null without an idpSloUrl) */
+            logoutUrl: string | null;
+        };
+        SloResultResponse: {
+            /** @enum {string} */
+            status: "logged_out";
+            sessionsEnded: number;
         };
         CreateServiceAccountRequest: {
             /** @example nightly-export */
@@ -5302,6 +5467,225 @@ export interface operations {
             };
         };
     };
+    SamlController_listSpKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpKeysResponse"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SamlController_rotateSpKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "overlapHours": 168
+                 *     }
+                 */
+                "application/json": components["schemas"]["RotateSpKeysRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpKeysResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SamlController_retirePreviousSpKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpKeysResponse"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
     SamlController_exchange: {
         parameters: {
             query?: never;
@@ -5521,6 +5905,245 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
+            };
+            /** @description Error envelope; code SAML_INVALID */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SamlController_spLogout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refreshToken": "rt_2Xk9c0tAfQ8yN3wq5V7bLmZpR1sD4hJ6"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SamlLogoutRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SamlLogoutResponse"];
+                };
+            };
+            /** @description Error envelope; code VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FORBIDDEN | FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SamlController_sloRedirect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SloResultResponse"];
+                };
+            };
+            /** @description To the IdP's single logout URL, with our signed LogoutResponse */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error envelope; code SAML_INVALID */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code FEATURE_NOT_AVAILABLE */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Error envelope; code SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SamlController_sloPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SloResultResponse"];
+                };
+            };
+            /** @description To the IdP's single logout URL, with our signed LogoutResponse */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Error envelope; code SAML_INVALID */
             401: {

@@ -16,8 +16,10 @@ import { SamlStrategy } from './api/saml.strategy';
 import { AccessTokens } from './application/access-tokens';
 import { AuthService } from './application/auth.service';
 import { LoginLimiter } from './application/login-limiter';
+import { SamlLogoutService } from './application/saml-logout.service';
 import { SamlSettingsService } from './application/saml-settings.service';
 import { SamlSignInService } from './application/saml-sign-in.service';
+import { SamlSpKeysService } from './application/saml-sp-keys.service';
 import { RefreshTokenRepository } from './domain/refresh-token.repository';
 import { SamlStore } from './domain/saml.store';
 import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-token.repository';
@@ -48,6 +50,8 @@ import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
     LoginLimiter,
     SamlSettingsService,
     SamlSignInService,
+    SamlSpKeysService,
+    SamlLogoutService,
     SamlStrategy,
     SamlAcsGuard,
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },

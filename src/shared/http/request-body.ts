@@ -33,7 +33,8 @@ function isJson(req: Request): boolean {
   return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
 }
 
-const SAML_ACS = /^\/api\/auth\/saml\/[^/]+\/acs$/;
+/** The IdP's form posts (HTTP-POST binding): responses to the ACS, logout messages to the SLO endpoint. */
+const SAML_FORM = /^\/api\/auth\/saml\/[^/]+\/(acs|slo)$/;
 /**
  * Inbound webhook triggers: signatures are over the exact bytes, and senders send what they
  * send; the route reads the body itself (`rawBodyReader`), once its limits let the sender in.
@@ -51,7 +52,7 @@ export function rawBodyReader(limitBytes: number): (req: Request, res: Response)
 }
 
 /**
- * JSON only (but the SAML ACS route's form post; inbound webhook triggers read theirs
+ * JSON only (but the SAML ACS and SLO routes' form posts; inbound webhook triggers read theirs
  * themselves): a body of another type is 415, over `limitBytes` 413 (over `inputLimitBytes` on
  * the routes that take an input), malformed 400 (the parser's errors are mapped by the
  * exception filter), nested deeper than MAX_JSON_DEPTH 400.
@@ -62,9 +63,9 @@ export function jsonBody(limitBytes: number, inputLimitBytes = limitBytes): Requ
   const parse: RequestHandler = (req, res, next) => (isInputRoute(req) ? parseInput : parseBody)(req, res, next);
   const form = urlencoded({ limit: limitBytes, extended: false, parameterLimit: 10 });
   const handlers: RequestHandler[] = [
-    // The one form post: an identity provider's SAML response (HTTP-POST binding).
+    // The only form posts: an identity provider's SAML messages (HTTP-POST binding).
     (req, res, next) =>
-      req.method === 'POST' && SAML_ACS.test(req.path) && req.is('application/x-www-form-urlencoded') ? form(req, res, next) : next(),
+      req.method === 'POST' && SAML_FORM.test(req.path) && req.is('application/x-www-form-urlencoded') ? form(req, res, next) : next(),
     (req, _res, next) => {
       if (req.body !== undefined) return next();
       if (hasBody(req) && !isJson(req)) {

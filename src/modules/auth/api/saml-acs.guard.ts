@@ -2,7 +2,7 @@ import { ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { DomainError } from '../../../shared/errors/domain-error';
-import { User } from '../../users/domain/user';
+import { SamlSignedIn } from '../application/saml-sign-in.service';
 import { weakAlgorithm } from '../domain/saml-checks';
 import { samlInvalid } from '../domain/saml.errors';
 import { SAML_STRATEGY } from './saml.strategy';
@@ -26,7 +26,7 @@ export class SamlAcsGuard extends AuthGuard(SAML_STRATEGY) {
     return (await super.canActivate(context)) as boolean;
   }
 
-  override handleRequest<T>(error: unknown, result: { user?: User } | false, info: unknown, context: ExecutionContext): T {
+  override handleRequest<T>(error: unknown, result: Partial<SamlSignedIn> | false, info: unknown, context: ExecutionContext): T {
     const req = context.switchToHttp().getRequest<Request>();
     if (error instanceof DomainError && error.code !== 'SAML_INVALID') throw error;
     if (error instanceof DomainError) throw this.refuse(req, error.message, error.message);
@@ -34,7 +34,7 @@ export class SamlAcsGuard extends AuthGuard(SAML_STRATEGY) {
       const reason = error instanceof Error ? error.message : info instanceof Error ? info.message : 'validation failed';
       throw this.refuse(req, reason);
     }
-    return result.user as T;
+    return result as T;
   }
 
   private refuse(req: Request, reason: string, shown = 'The SAML response is not valid'): DomainError {

@@ -14,8 +14,8 @@ export interface SamlRequest extends Request {
 
 /**
  * passport-saml's MultiSamlStrategy, one per process: each request gets its organization's
- * options (from the `:org` slug) and a request-id cache of its own. Validation is
- * node-saml's; the verify step provisions the user.
+ * options (from the `:org` slug, with the SP key that decrypts its assertion) and a request-id
+ * cache of its own. Validation is node-saml's; the verify step provisions the user.
  */
 @Injectable()
 export class SamlStrategy implements OnModuleInit {
@@ -27,7 +27,9 @@ export class SamlStrategy implements OnModuleInit {
       {
         passReqToCallback: true,
         getSamlOptions: (req, done) => {
-          this.saml.options(slugOf(req as unknown as Request)).then(
+          const body = (req as unknown as Request).body as { SAMLResponse?: unknown } | undefined;
+          const samlResponse = typeof body?.SAMLResponse === 'string' ? body.SAMLResponse : undefined;
+          this.saml.options(slugOf(req as unknown as Request), samlResponse).then(
             ({ options, cache }) => {
               (req as unknown as SamlRequest).samlCache = cache;
               done(null, options);
@@ -39,11 +41,12 @@ export class SamlStrategy implements OnModuleInit {
       (req, profile: Profile | null, done: VerifiedCallback) => {
         const request = req as unknown as SamlRequest;
         this.saml.signIn(slugOf(request), profile, request.samlCache!).then(
-          (user) => done(null, { user }),
+          (signedIn) => done(null, signedIn as unknown as Record<string, unknown>),
           (error: Error) => done(error),
         );
       },
-      (_req, _profile: Profile | null, done: VerifiedCallback) => done(new Error('Single logout is not supported')),
+      // Single logout has its own route (SamlLogoutService), not passport's.
+      (_req, _profile: Profile | null, done: VerifiedCallback) => done(new Error('Single logout is served by the SLO route')),
     );
     passport.use(SAML_STRATEGY, strategy as unknown as passport.Strategy);
   }

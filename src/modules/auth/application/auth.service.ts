@@ -111,6 +111,29 @@ export class AuthService {
     });
   }
 
+  /**
+   * Single logout: ends these sessions (refresh-token families) of the user, as logout ends
+   * one. Access tokens are not tied to a session, so every access token of the user ends too;
+   * the user's other sessions get new ones through their refresh tokens. The audit log records
+   * the sign-out by the user, `via` the single logout's protocol. False when the user is gone.
+   */
+  @Transactional()
+  async endSessions(organizationId: string, userId: string, familyIds: readonly string[], via: SignInMethod): Promise<boolean> {
+    const user = await this.users.findById(organizationId, userId);
+    if (!user) return false;
+    for (const familyId of familyIds) await this.refreshTokens.revokeFamily(familyId);
+    user.endSessions();
+    await this.users.update(user);
+    await this.refreshTokens.moveToVersion(user.id, user.credentialsVersion);
+    await this.audit.record({
+      organizationId: user.organizationId,
+      action: 'auth.signed_out',
+      target: { type: 'user', id: user.id, name: user.email },
+      actor: { type: 'user', id: user.id, name: user.email, via },
+    });
+    return true;
+  }
+
   async me(caller: Principal): Promise<{ user: User; organization: Organization }> {
     const user = await this.users.findById(caller.organizationId, caller.userId);
     if (!user) throw new DomainError('UNAUTHORIZED', 'The user no longer exists');

@@ -3,7 +3,8 @@ import { LoginCode } from '../domain/login-code';
 import { RefreshToken } from '../domain/refresh-token';
 import { RefreshTokenRepository } from '../domain/refresh-token.repository';
 import { SamlSettings } from '../domain/saml-settings';
-import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
+import { SamlSpKey } from '../domain/saml-sp-key';
+import { REQUEST_TTL_MS, SamlSession, SamlStore } from '../domain/saml.store';
 
 /*
  * In-memory fakes of the auth module's own ports, for the unit specs. Like the Postgres
@@ -59,6 +60,9 @@ export class InMemorySamlStore extends SamlStore {
   private readonly settingsRows = new Map<string, string>();
   private readonly requests = new Map<string, { organizationId: string; createdAt: Date; usedAt: Date | null }>();
   private readonly codes = new Map<string, LoginCode>();
+  private readonly keys = new Map<string, SamlSpKey['props']>();
+  private readonly sessions = new Map<string, SamlSession>();
+  private readonly assertions = new Map<string, Date>();
 
   async settings(organizationId: string): Promise<SamlSettings | null> {
     const json = this.settingsRows.get(organizationId);
@@ -98,6 +102,50 @@ export class InMemorySamlStore extends SamlStore {
     const code = this.codes.get(codeHash) ?? null;
     this.codes.delete(codeHash);
     return code;
+  }
+
+  async spKeys(organizationId: string): Promise<SamlSpKey[]> {
+    return [...this.keys.values()].filter((k) => k.organizationId === organizationId).map((k) => SamlSpKey.rehydrate(k));
+  }
+
+  async addSpKey(key: SamlSpKey): Promise<boolean> {
+    if ([...this.keys.values()].some((k) => k.organizationId === key.props.organizationId && k.retireAt === null)) return false;
+    this.keys.set(key.props.id, { ...key.props });
+    return true;
+  }
+
+  async retireSpKey(organizationId: string, id: string, retireAt: Date): Promise<void> {
+    const key = this.keys.get(id);
+    if (key?.organizationId === organizationId) this.keys.set(id, { ...key, retireAt });
+  }
+
+  async saveSession(session: SamlSession): Promise<void> {
+    this.sessions.set(session.familyId, { ...session });
+  }
+
+  async sessionsNamed(organizationId: string, nameId: string, sessionIndex: string | null): Promise<SamlSession[]> {
+    return [...this.sessions.values()].filter(
+      (s) =>
+        s.organizationId === organizationId &&
+        s.nameId === nameId &&
+        (sessionIndex === null || s.sessionIndex === sessionIndex) &&
+        s.expiresAt > new Date(),
+    );
+  }
+
+  async sessionsOfUser(organizationId: string, userId: string): Promise<SamlSession[]> {
+    return [...this.sessions.values()].filter((s) => s.organizationId === organizationId && s.userId === userId).reverse();
+  }
+
+  async deleteSessions(familyIds: string[]): Promise<void> {
+    for (const id of familyIds) this.sessions.delete(id);
+  }
+
+  async claimAssertion(organizationId: string, assertionId: string, expiresAt: Date): Promise<boolean> {
+    const key = `${organizationId}/${assertionId}`;
+    if (this.assertions.has(key)) return false;
+    this.assertions.set(key, expiresAt);
+    return true;
   }
 
   async purge(): Promise<void> {

@@ -17,6 +17,7 @@ import { DEFAULT_ATTRIBUTES, SamlSettings, serviceProviderFor } from '../domain/
 import { InMemorySamlStore, runTransactionsInline } from './in-memory-ports.fake';
 import { RequestIdCache } from './request-id-cache';
 import { SamlSignInService } from './saml-sign-in.service';
+import { SamlSpKeysService } from './saml-sp-keys.service';
 
 const config = loadConfig({
   NODE_ENV: 'test',
@@ -71,6 +72,8 @@ function assertion(
   const destination = overrides.destination ?? sp.acsUrl;
   return {
     issuer: overrides.issuer ?? IDP,
+    // node-saml sets it from the Response it validated: this answers an AuthnRequest of ours.
+    inResponseTo: '_request',
     nameID: overrides.nameID ?? 'name-id@acme.test',
     nameIDFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
     attributes,
@@ -99,11 +102,15 @@ describe('SamlSignInService', () => {
       organizations,
       new TierFeatures(organizations) as unknown as SubscriptionService,
       users,
-      new QuotaCheckingUsers(users, organizations) as unknown as UsersService, new RecordingAuditTrail());
+      new QuotaCheckingUsers(users, organizations) as unknown as UsersService,
+      new RecordingAuditTrail(),
+      { live: async () => [] } as unknown as SamlSpKeysService,
+    );
     acme = organizations.add(Organization.create({ slug: 'acme', name: 'Acme', tier: 'enterprise' }));
     settings = {
       idpEntityId: IDP,
       idpSsoUrl: `${IDP}/sso`,
+      idpSloUrl: null,
       idpCertificates: ['(not read by these specs)'],
       attributes: DEFAULT_ATTRIBUTES,
       roleMappings: [
@@ -112,6 +119,8 @@ describe('SamlSignInService', () => {
       ],
       defaultRole: 'viewer',
       wantResponseSigned: false,
+      wantAssertionsEncrypted: false,
+      allowIdpInitiated: false,
       allowedRedirects: [AFTER],
       enabled: true,
       enforced: false,
@@ -134,7 +143,7 @@ describe('SamlSignInService', () => {
   }
 
   async function signIn(profile: Profile | null, slug = 'acme'): Promise<User> {
-    return service.signIn(slug, profile, (await answered()).cache);
+    return (await service.signIn(slug, profile, (await answered()).cache)).user;
   }
 
   function addUser(email: string, patch: { role?: User['role']; isOperator?: boolean; organizationId?: string } = {}): User {
@@ -246,7 +255,9 @@ describe('SamlSignInService', () => {
         code: 'SAML_INVALID',
         message: 'This response was already used',
       });
-      await expect(service.signIn('acme', assertion({ email: 'ada@acme.test' }), cache)).resolves.toMatchObject({ email: 'ada@acme.test' });
+      await expect(service.signIn('acme', assertion({ email: 'ada@acme.test' }), cache)).resolves.toMatchObject({
+        user: { email: 'ada@acme.test' },
+      });
     });
 
     it.each([
@@ -275,7 +286,7 @@ describe('SamlSignInService', () => {
 
   describe('one-time code', () => {
     async function codeFor(user: User): Promise<string> {
-      const target = new URL(await service.redirectWithCode('acme', user, `${AFTER}/page?x=1`));
+      const target = new URL(await service.redirectWithCode('acme', { user, familyId: randomUUID() }, `${AFTER}/page?x=1`));
       expect(`${target.origin}${target.pathname}`).toBe(`${AFTER}/page`);
       expect(target.searchParams.get('x')).toBe('1');
       return target.searchParams.get('code')!;
@@ -284,7 +295,7 @@ describe('SamlSignInService', () => {
     it('sends the browser back with a code that is exchanged once for the user', async () => {
       const user = addUser('ada@acme.test');
       const code = await codeFor(user);
-      await expect(service.exchange(code)).resolves.toMatchObject({ id: user.id });
+      await expect(service.exchange(code)).resolves.toMatchObject({ user: { id: user.id } });
       await expect(service.exchange(code)).rejects.toMatchObject({ code: 'SAML_INVALID' });
     });
 
@@ -310,7 +321,9 @@ describe('SamlSignInService', () => {
       'refuses to send the browser to %p',
       async (relayState) => {
         const user = addUser('ada@acme.test');
-        await expect(service.redirectWithCode('acme', user, relayState)).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+        await expect(service.redirectWithCode('acme', { user, familyId: randomUUID() }, relayState)).rejects.toMatchObject({
+          code: 'VALIDATION_FAILED',
+        });
       },
     );
   });

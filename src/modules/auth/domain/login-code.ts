@@ -8,6 +8,8 @@ export interface LoginCodeProps {
   codeHash: string;
   userId: string;
   organizationId: string;
+  /** The session (refresh-token family) the exchange starts, when the sign-in named one (SAML's, for single logout). */
+  familyId?: string | null;
   expiresAt: Date;
 }
 
@@ -18,12 +20,16 @@ export interface LoginCodeProps {
 export class LoginCode {
   private constructor(readonly props: Readonly<LoginCodeProps>) {}
 
-  static issue(input: { userId: string; organizationId: string }, now = new Date()): { code: string; record: LoginCode } {
+  static issue(
+    input: { userId: string; organizationId: string; familyId?: string | null },
+    now = new Date(),
+  ): { code: string; record: LoginCode } {
     const code = randomBytes(32).toString('base64url');
     const record = new LoginCode({
       codeHash: LoginCode.hash(code),
       userId: input.userId,
       organizationId: input.organizationId,
+      familyId: input.familyId ?? null,
       expiresAt: new Date(now.getTime() + LOGIN_CODE_TTL_SECONDS * 1000),
     });
     return { code, record };

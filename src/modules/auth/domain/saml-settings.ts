@@ -15,6 +15,8 @@ export interface RoleMapping {
 export interface SamlSettings {
   idpEntityId: string;
   idpSsoUrl: string;
+  /** The IdP's single logout URL (HTTP-Redirect binding); null: no single logout with the IdP. */
+  idpSloUrl: string | null;
   /** PEM; two during a certificate rotation. */
   idpCertificates: string[];
   attributes: { email: string; firstName: string; lastName: string; groups: string };
@@ -23,6 +25,10 @@ export interface SamlSettings {
   defaultRole: Role;
   /** The assertion is always signed; this also requires the whole response to be. */
   wantResponseSigned: boolean;
+  /** Refuse a response whose assertion is not encrypted (to our SP encryption certificate). */
+  wantAssertionsEncrypted: boolean;
+  /** Accept responses that answer no AuthnRequest of ours (IdP-initiated), each assertion once. */
+  allowIdpInitiated: boolean;
   /** Where the login may send the browser back to (URL prefixes). */
   allowedRedirects: string[];
   enabled: boolean;
@@ -37,10 +43,24 @@ export const DEFAULT_ATTRIBUTES: SamlSettings['attributes'] = {
   groups: 'groups',
 };
 
+/** What settings saved before a field existed read as. */
+const LATER_FIELDS: Pick<SamlSettings, 'idpSloUrl' | 'wantAssertionsEncrypted' | 'allowIdpInitiated'> = {
+  idpSloUrl: null,
+  wantAssertionsEncrypted: false,
+  allowIdpInitiated: false,
+};
+
+/** Stored settings with the fields added since they were saved, at their defaults. */
+export function withDefaults(stored: Partial<SamlSettings>): SamlSettings {
+  return { ...LATER_FIELDS, ...stored } as SamlSettings;
+}
+
 /** The service provider's side (ours) as the IdP needs to know it. */
 export interface ServiceProvider {
   entityId: string;
   acsUrl: string;
+  /** Single logout, both directions (HTTP-Redirect or HTTP-POST binding). */
+  sloUrl: string;
   metadataUrl: string;
   loginUrl: string;
 }
@@ -48,7 +68,13 @@ export interface ServiceProvider {
 /** Our SAML endpoints for the organization `slug`, under the service's public URL. */
 export function serviceProviderFor(publicUrl: string, slug: string): ServiceProvider {
   const base = `${publicUrl}/api/auth/saml/${slug}`;
-  return { entityId: `${base}/metadata`, acsUrl: `${base}/acs`, metadataUrl: `${base}/metadata`, loginUrl: `${base}/login` };
+  return {
+    entityId: `${base}/metadata`,
+    acsUrl: `${base}/acs`,
+    sloUrl: `${base}/slo`,
+    metadataUrl: `${base}/metadata`,
+    loginUrl: `${base}/login`,
+  };
 }
 
 /**
@@ -59,11 +85,15 @@ export function serviceProviderFor(publicUrl: string, slug: string): ServiceProv
 export function assertValidSettings(settings: SamlSettings, allowsHttp: (host: string) => boolean, now = new Date()): void {
   const problems: ErrorDetail[] = [];
   const add = (path: string, message: string) => problems.push({ path, message });
-  const url = parseUrl(settings.idpSsoUrl);
-  if (!url) add('idpSsoUrl', 'idpSsoUrl must be an absolute URL');
-  else if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowsHttp(url.hostname))) {
-    add('idpSsoUrl', 'idpSsoUrl must be https (http only for hosts in OUTBOUND_ALLOWLIST)');
-  }
+  const checkUrl = (path: 'idpSsoUrl' | 'idpSloUrl', value: string) => {
+    const url = parseUrl(value);
+    if (!url) add(path, `${path} must be an absolute URL`);
+    else if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowsHttp(url.hostname))) {
+      add(path, `${path} must be https (http only for hosts in OUTBOUND_ALLOWLIST)`);
+    }
+  };
+  checkUrl('idpSsoUrl', settings.idpSsoUrl);
+  if (settings.idpSloUrl !== null) checkUrl('idpSloUrl', settings.idpSloUrl);
   if (!settings.idpCertificates.length || settings.idpCertificates.length > 2)
     add('idpCertificates', 'give one or two IdP signing certificates');
   settings.idpCertificates.forEach((pem, i) => {

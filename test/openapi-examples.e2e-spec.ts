@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { AppConfig } from '../src/config/app-config';
 import { LoginCode } from '../src/modules/auth/domain/login-code';
 import { SamlStore } from '../src/modules/auth/domain/saml.store';
 import { REQUEST_EXAMPLES } from '../src/openapi.request-examples';
@@ -6,6 +7,7 @@ import { ERROR_CATALOG, ErrorCode } from '../src/shared/errors/error-catalog';
 import { OutboundHttp } from '../src/shared/outbound/outbound-http';
 import { eventually } from './support/eventually';
 import { LoopbackMcpServer, startMcpServer, textTool } from './support/mcp-server';
+import { startOidcProvider, TestOidcProvider } from './support/oidc-provider';
 import { bearer, createTestApp, TestApp, TestUser } from './support/test-app';
 
 interface ErrorExample {
@@ -120,9 +122,11 @@ describe('the request body examples of the OpenAPI document', () => {
   let t: TestApp;
   let operations: Map<string, Operation>;
   let mcp: LoopbackMcpServer;
+  let oidc: TestOidcProvider;
   const sent = new Set<string>();
 
   beforeAll(async () => {
+    oidc = await startOidcProvider();
     // The MCP server example's URL is stood in for by a real one on loopback with its tools.
     mcp = await startMcpServer(
       ['search_issues', 'get_issue'].map((name) => textTool({ name, description: name, inputSchema: { type: 'object' } }, () => '')),
@@ -140,6 +144,7 @@ describe('the request body examples of the OpenAPI document', () => {
   afterAll(async () => {
     await t.close();
     await mcp.close();
+    await oidc.close();
   });
 
   /**
@@ -188,7 +193,7 @@ describe('the request body examples of the OpenAPI document', () => {
     await send('POST /api/auth/logout', '/api/auth/logout', member, { refreshToken: member.refreshToken });
 
     await send('PUT /api/auth/saml', '/api/auth/saml', admin);
-    const { code, record } = LoginCode.issue({ userId: org.viewer.id, organizationId: org.id });
+    const { code, record } = LoginCode.issue({ userId: org.viewer.id, organizationId: org.id, via: 'saml' });
     await t.run(() => t.app.get(SamlStore).saveCode(record));
     const viaSaml = await send('POST /api/auth/saml/exchange', '/api/auth/saml/exchange', null, { code });
     await send('POST /api/auth/saml/sp-keys/rotate', '/api/auth/saml/sp-keys/rotate', admin);
@@ -200,6 +205,13 @@ describe('the request body examples of the OpenAPI document', () => {
         refreshToken: viaSaml.refreshToken,
       },
     );
+
+    // The OIDC example's provider is stood in for by a real one on loopback, with a client of its own.
+    const client = await oidc.register([`${t.app.get(AppConfig).publicUrl}/api/auth/oidc/${org.slug}/callback`]);
+    await send('PUT /api/auth/oidc', '/api/auth/oidc', admin, { issuer: oidc.issuer, ...client });
+    const oidcCode = LoginCode.issue({ userId: org.viewer.id, organizationId: org.id, via: 'oidc' });
+    await t.run(() => t.app.get(SamlStore).saveCode(oidcCode.record));
+    await send('POST /api/auth/oidc/exchange', '/api/auth/oidc/exchange', null, { code: oidcCode.code });
 
     const account = await send('POST /api/service-accounts', '/api/service-accounts', admin);
     const accountKey = await send('POST /api/service-accounts/{id}/api-keys', `/api/service-accounts/${account.id}/api-keys`, admin);

@@ -72,6 +72,8 @@ describe('route access declarations', () => {
         'LicenseController.install',
         'SamlController.put',
         'SamlController.remove',
+        'OidcController.put',
+        'OidcController.remove',
       ]),
     );
   });
@@ -84,6 +86,9 @@ describe('route access declarations', () => {
       'AuthController.login',
       'AuthController.refresh',
       'HooksController.receive',
+      'OidcController.callback',
+      'OidcController.exchange',
+      'OidcController.login',
       'OperationsController.home',
       'OperationsController.live',
       'OperationsController.ready',

@@ -63,6 +63,17 @@ export async function upgradeFixture(input: FixtureInput) {
     description: 'Upper-cases the text',
     steps: [{ id: 'upper', agent: upperAgent, input: 'input' }],
   };
+  const oidcClientSecret = 'acme-oidc-client-secret';
+  const oidcSettings = {
+    issuer: 'https://login.acme.test',
+    clientId: 'platform',
+    scopes: 'openid email profile',
+    claims: { email: 'email', name: 'name', groups: 'groups' },
+    roleMappings: [{ value: 'platform-admins', role: 'admin' }],
+    defaultRole: 'viewer',
+    allowedRedirects: ['https://app.acme.test/'],
+    enabled: true,
+  };
   const samlSettings = {
     idpEntityId: 'https://idp.acme.test/entity',
     idpSsoUrl: 'https://idp.acme.test/sso',
@@ -444,10 +455,10 @@ export async function upgradeFixture(input: FixtureInput) {
     ['installation_trial', [{ id: 1, started_at: at(9600) }]],
     ['saml_settings', [{ organization_id: acme, settings: samlSettings, updated_at: at(600) }]],
     ['saml_requests', [{ id: `_${'a'.repeat(40)}`, organization_id: acme, expires_at: at(50), used_at: null }]],
-    // family_id came with SAML sessions: older codes start no named session.
+    // `via` came with OIDC sign-in (the codes from before are SAML's); family_id with SAML sessions (older codes start no named session).
     [
       'saml_login_codes',
-      [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, family_id: null, expires_at: at(60) }],
+      [{ code_hash: sha256('expired-code'), user_id: member, organization_id: acme, via: 'saml', family_id: null, expires_at: at(60) }],
     ],
     [
       'saml_sp_keys',
@@ -459,6 +470,17 @@ export async function upgradeFixture(input: FixtureInput) {
           private_key: box.seal(spPair.privateKey, `saml_sp_key:${spKey}`),
           created_at: at(700),
           retire_at: null,
+        },
+      ],
+    ],
+    [
+      'oidc_settings',
+      [
+        {
+          organization_id: acme,
+          settings: oidcSettings,
+          sealed_client_secret: box.seal(oidcClientSecret, `oidc:${acme}`),
+          updated_at: at(590),
         },
       ],
     ],
@@ -478,6 +500,20 @@ export async function upgradeFixture(input: FixtureInput) {
       ],
     ],
     ['saml_assertions', [{ organization_id: acme, id: `_${'b'.repeat(40)}`, expires_at: at(-5) }]],
+    [
+      'oidc_logins',
+      [
+        {
+          state_hash: sha256('a-pending-state'),
+          organization_id: acme,
+          nonce: 'a-nonce',
+          code_verifier: 'a-code-verifier-of-at-least-forty-three-characters-long',
+          redirect: 'https://app.acme.test/after',
+          expires_at: at(-5),
+          used_at: null,
+        },
+      ],
+    ],
     [
       'webhook_endpoints',
       [
@@ -703,6 +739,7 @@ export async function upgradeFixture(input: FixtureInput) {
     },
     secrets: { refreshToken, httpSecret, signingSecret, triggerToken, serviceKey: serviceKey.key, personalKey: personalKey.key },
     samlSettings,
+    oidcSettings,
   };
 }
 

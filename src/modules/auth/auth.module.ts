@@ -9,19 +9,27 @@ import { TierThrottlerGuard } from '../throttling/tier-throttler.guard';
 import { AuthController } from './api/auth.controller';
 import { AuthGuard } from './api/auth.guard';
 import { JwtStrategy } from './api/jwt.strategy';
+import { OidcController } from './api/oidc.controller';
 import { RolesGuard } from './api/roles.guard';
 import { SamlAcsGuard } from './api/saml-acs.guard';
 import { SamlController } from './api/saml.controller';
 import { SamlStrategy } from './api/saml.strategy';
 import { AccessTokens } from './application/access-tokens';
 import { AuthService } from './application/auth.service';
+import { LoginCodes } from './application/login-codes';
 import { LoginLimiter } from './application/login-limiter';
 import { SamlLogoutService } from './application/saml-logout.service';
 import { SamlSettingsService } from './application/saml-settings.service';
 import { SamlSignInService } from './application/saml-sign-in.service';
 import { SamlSpKeysService } from './application/saml-sp-keys.service';
+import { OidcProviders } from './application/oidc-providers';
+import { OidcSettingsService } from './application/oidc-settings.service';
+import { OidcSignInService } from './application/oidc-sign-in.service';
+import { SsoAccounts } from './application/sso-accounts';
+import { OidcStore } from './domain/oidc.store';
 import { RefreshTokenRepository } from './domain/refresh-token.repository';
 import { SamlStore } from './domain/saml.store';
+import { TypeOrmOidcStore } from './infrastructure/typeorm-oidc.store';
 import { TypeOrmRefreshTokenRepository } from './infrastructure/typeorm-refresh-token.repository';
 import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
 
@@ -43,7 +51,7 @@ import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
       },
     }),
   ],
-  controllers: [AuthController, SamlController],
+  controllers: [AuthController, SamlController, OidcController],
   providers: [
     AuthService,
     AccessTokens,
@@ -54,6 +62,12 @@ import { TypeOrmSamlStore } from './infrastructure/typeorm-saml.store';
     SamlLogoutService,
     SamlStrategy,
     SamlAcsGuard,
+    SsoAccounts,
+    LoginCodes,
+    OidcProviders,
+    OidcSettingsService,
+    OidcSignInService,
+    { provide: OidcStore, useClass: TypeOrmOidcStore },
     { provide: RefreshTokenRepository, useClass: TypeOrmRefreshTokenRepository },
     { provide: SamlStore, useClass: TypeOrmSamlStore },
     JwtStrategy,

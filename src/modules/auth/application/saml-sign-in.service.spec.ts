@@ -15,9 +15,11 @@ import { User } from '../../users/domain/user';
 import { InMemoryUserRepository } from '../../users/domain/user.repository.fake';
 import { DEFAULT_ATTRIBUTES, SamlSettings, serviceProviderFor } from '../domain/saml-settings';
 import { InMemorySamlStore, runTransactionsInline } from './in-memory-ports.fake';
+import { LoginCodes } from './login-codes';
 import { RequestIdCache } from './request-id-cache';
 import { SamlSignInService } from './saml-sign-in.service';
 import { SamlSpKeysService } from './saml-sp-keys.service';
+import { SsoAccounts } from './sso-accounts';
 
 const config = loadConfig({
   NODE_ENV: 'test',
@@ -101,10 +103,9 @@ describe('SamlSignInService', () => {
       store,
       organizations,
       new TierFeatures(organizations) as unknown as SubscriptionService,
-      users,
-      new QuotaCheckingUsers(users, organizations) as unknown as UsersService,
-      new RecordingAuditTrail(),
       { live: async () => [] } as unknown as SamlSpKeysService,
+      new SsoAccounts(users, new QuotaCheckingUsers(users, organizations) as unknown as UsersService, new RecordingAuditTrail()),
+      new LoginCodes(store, users),
     );
     acme = organizations.add(Organization.create({ slug: 'acme', name: 'Acme', tier: 'enterprise' }));
     settings = {

@@ -1,27 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { Transactional } from '@nestjs-cls/transactional';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Profile, SAML, SamlConfig, ValidateInResponseTo } from '@node-saml/passport-saml';
 import { AppConfig } from '../../../config/app-config';
-import { AuditTrail } from '../../../shared/audit/audit-trail';
-import { Role } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
-import { UsersService } from '../../users/application/users.service';
 import { User } from '../../users/domain/user';
-import { UserRepository } from '../../users/domain/user.repository';
-import { LoginCode } from '../domain/login-code';
 import { addressingProblem, assertionIdentity, weakAlgorithmIn } from '../domain/saml-checks';
 import { decryptionKeyFor, hasEncryptedAssertion } from '../domain/saml-decryption';
 import { isAllowedRedirect, roleFor, SAML_FEATURE, SamlSettings, serviceProviderFor } from '../domain/saml-settings';
 import { serviceProviderMetadata } from '../domain/saml-sp-metadata';
 import { samlInvalid } from '../domain/saml.errors';
 import { REQUEST_TTL_MS, SamlStore } from '../domain/saml.store';
-import { signInEntry } from './auth.service';
+import { LoginCodes } from './login-codes';
 import { RequestIdCache } from './request-id-cache';
 import { SamlSpKeysService } from './saml-sp-keys.service';
+import { SsoAccounts } from './sso-accounts';
 
 /** A validated SAML sign-in: the user, and the session (refresh-token family) it starts, known by its NameID for single logout. */
 export interface SamlSignedIn {
@@ -53,17 +48,14 @@ const CLOCK_SKEW_MS = 30_000;
  */
 @Injectable()
 export class SamlSignInService {
-  private readonly logger = new Logger('Saml');
-
   constructor(
     private readonly config: AppConfig,
     private readonly store: SamlStore,
     private readonly organizations: OrganizationRepository,
     private readonly subscriptions: SubscriptionService,
-    private readonly users: UserRepository,
-    private readonly usersService: UsersService,
-    private readonly audit: AuditTrail,
     private readonly spKeys: SamlSpKeysService,
+    private readonly accounts: SsoAccounts,
+    private readonly codes: LoginCodes,
   ) {}
 
   /**
@@ -128,9 +120,9 @@ export class SamlSignInService {
    * After node-saml validated the response: provisions or updates the user. The response's
    * AuthnRequest id must have been used by this very request (a replay racing it loses); a
    * response that answers no request (IdP-initiated, when the settings allow it) is accepted
-   * once: its assertion ID is recorded until the assertion expires. The organization's audit
-   * log records the sign-in, and a refused account (after the refusal, which writes nothing
-   * else). The session is recorded by NameID and SessionIndex for single logout.
+   * once: its assertion ID is recorded until the assertion expires. The account is SsoAccounts'
+   * (shared with OIDC): the organization's audit log records the sign-in, and a refused account
+   * of the organization. The session is recorded by NameID and SessionIndex for single logout.
    */
   async signIn(slug: string, profile: Profile | null, cache: RequestIdCache): Promise<SamlSignedIn> {
     const { organization, settings } = await this.enabled(slug);
@@ -164,21 +156,9 @@ export class SamlSignInService {
       lastName: limited(first(attributes?.[settings.attributes.lastName])),
     };
 
-    const existing = await this.users.findByEmail(email);
-    // One answer for all, so an IdP of one organization cannot probe the accounts of another.
-    // Operators sign in with their password only: an organization's IdP must not assert one.
-    if (existing && (existing.organizationId !== organization.id || !existing.canSignIn || existing.isOperator)) {
-      const reason =
-        existing.organizationId !== organization.id
-          ? 'the account belongs to another organization'
-          : existing.isOperator
-            ? 'the account is an instance operator, who signs in with a password only'
-            : 'the account is disabled';
-      this.logger.warn({ msg: 'SAML sign-in refused', organization: slug, reason });
-      if (existing.organizationId === organization.id) await this.audit.record(signInEntry(existing, 'saml', 'denied'));
-      throw samlInvalid('This account cannot sign in here');
-    }
-    const user = await this.provision(organization, existing, { email, role, ...names });
+    const outcome = await this.accounts.signIn(organization, 'saml', { email, role, ...names });
+    if ('refused' in outcome) throw samlInvalid('This account cannot sign in here');
+    const { user } = outcome;
     const familyId = randomUUID();
     // A NameID too long to keep cannot be logged out by name: that session ends with its tokens only.
     if (profile.nameID && profile.nameID.length <= MAX_NAME_ID) await this.saveSession(organization, user, familyId, profile);
@@ -199,28 +179,6 @@ export class SamlSignInService {
     });
   }
 
-  /** Updates the user from the assertion, or creates it; with its sign-in, in one transaction. */
-  @Transactional()
-  private async provision(
-    organization: Organization,
-    existing: User | null,
-    asserted: { email: string; role: Role; firstName: string | null; lastName: string | null },
-  ): Promise<User> {
-    const { email: _email, ...changes } = asserted;
-    let user: User;
-    if (existing) {
-      existing.change(changes);
-      await this.users.update(existing);
-      this.logger.log({ msg: 'SAML sign-in', organization: organization.slug, userId: existing.id, role: asserted.role });
-      user = existing;
-    } else {
-      user = await this.usersService.create(organization.id, asserted);
-      this.logger.log({ msg: 'SAML sign-in, user provisioned', organization: organization.slug, userId: user.id, role: asserted.role });
-    }
-    await this.audit.record(signInEntry(user, 'saml', 'success'));
-    return user;
-  }
-
   /**
    * Where a browser goes after signing in: back to `relayState`, which the settings must
    * allow, with a one-time code for the token pair (never the tokens themselves).
@@ -232,19 +190,14 @@ export class SamlSignInService {
         { path: 'RelayState', message: 'RelayState must start with one of the allowedRedirects of the SAML settings' },
       ]);
     }
-    const { code, record } = LoginCode.issue({ userId: user.id, organizationId: user.organizationId, familyId });
-    await this.store.saveCode(record);
-    const target = new URL(relayState);
-    target.searchParams.set('code', code);
-    return target.toString();
+    return this.codes.redirectWithCode(user, 'saml', relayState, familyId);
   }
 
   /** The user a one-time code was issued for, and the session it starts; the code is spent either way. */
   async exchange(code: string): Promise<{ user: User; familyId?: string }> {
-    const record = await this.store.takeCode(LoginCode.hash(code));
-    const user = record?.isLive() ? await this.users.findById(record.props.organizationId, record.props.userId) : null;
-    if (!user?.canSignIn) throw samlInvalid('The code is unknown, used or expired');
-    return { user, ...(record?.props.familyId ? { familyId: record.props.familyId } : {}) };
+    const redeemed = await this.codes.redeem(code, 'saml');
+    if (!redeemed) throw samlInvalid('The code is unknown, used or expired');
+    return { user: redeemed.user, ...(redeemed.familyId ? { familyId: redeemed.familyId } : {}) };
   }
 
   /** The organization's enabled settings; 404 otherwise, 403 below the enterprise tier. */

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { SignInMethod } from '../../../shared/auth/principal';
 
 /** How long a one-time sign-in code lives. */
 export const LOGIN_CODE_TTL_SECONDS = 60;
@@ -8,6 +9,8 @@ export interface LoginCodeProps {
   codeHash: string;
   userId: string;
   organizationId: string;
+  /** How the user signed in: the code is exchanged only at that method's exchange route. */
+  via: SignInMethod;
   /** The session (refresh-token family) the exchange starts, when the sign-in named one (SAML's, for single logout). */
   familyId?: string | null;
   expiresAt: Date;
@@ -21,7 +24,7 @@ export class LoginCode {
   private constructor(readonly props: Readonly<LoginCodeProps>) {}
 
   static issue(
-    input: { userId: string; organizationId: string; familyId?: string | null },
+    input: { userId: string; organizationId: string; via: SignInMethod; familyId?: string | null },
     now = new Date(),
   ): { code: string; record: LoginCode } {
     const code = randomBytes(32).toString('base64url');
@@ -29,6 +32,7 @@ export class LoginCode {
       codeHash: LoginCode.hash(code),
       userId: input.userId,
       organizationId: input.organizationId,
+      via: input.via,
       familyId: input.familyId ?? null,
       expiresAt: new Date(now.getTime() + LOGIN_CODE_TTL_SECONDS * 1000),
     });

@@ -22,7 +22,10 @@ export class SamlRequestRow {
   @Column('timestamp with time zone', { name: 'used_at', precision: 3, nullable: true }) usedAt!: Date | null;
 }
 
-/** One-time codes a browser sign-in hands to the client, exchanged once for a token pair. */
+/**
+ * One-time codes a browser sign-in (SAML or OIDC, `via`) hands to the client, exchanged once
+ * for a token pair at that method's exchange route.
+ */
 @Entity('saml_login_codes')
 @Index('saml_login_codes_expires_idx', ['expiresAt'])
 export class SamlLoginCodeRow {
@@ -75,5 +78,6 @@ export class SamlSessionRow {
 export class SamlAssertionRow {
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
   @PrimaryColumn('varchar', { length: 256 }) id!: string;
+  @Column('varchar', { length: 8, default: 'saml' }) via!: 'saml' | 'oidc' | 'password';
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
 }

@@ -85,16 +85,22 @@ export class TypeOrmSamlStore extends SamlStore {
   }
 
   async saveCode(code: LoginCode): Promise<void> {
-    const { codeHash, userId, organizationId, familyId, expiresAt } = code.props;
+    const { codeHash, userId, organizationId, via, familyId, expiresAt } = code.props;
     await this.query(
-      `INSERT INTO saml_login_codes (code_hash, user_id, organization_id, family_id, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-      [codeHash, userId, organizationId, familyId ?? null, expiresAt],
+      `INSERT INTO saml_login_codes (code_hash, user_id, organization_id, via, family_id, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [codeHash, userId, organizationId, via, familyId ?? null, expiresAt],
     );
   }
 
   async takeCode(codeHash: string): Promise<LoginCode | null> {
-    const [row] = await this.query<{ user_id: string; organization_id: string; family_id: string | null; expires_at: Date }>(
-      `WITH taken AS (DELETE FROM saml_login_codes WHERE code_hash = $1 RETURNING user_id, organization_id, family_id, expires_at)
+    const [row] = await this.query<{
+      user_id: string;
+      organization_id: string;
+      via: LoginCode['props']['via'];
+      family_id: string | null;
+      expires_at: Date;
+    }>(
+      `WITH taken AS (DELETE FROM saml_login_codes WHERE code_hash = $1 RETURNING user_id, organization_id, via, family_id, expires_at)
        SELECT * FROM taken`,
       [codeHash],
     );
@@ -103,6 +109,7 @@ export class TypeOrmSamlStore extends SamlStore {
           codeHash,
           userId: row.user_id,
           organizationId: row.organization_id,
+          via: row.via,
           familyId: row.family_id,
           expiresAt: new Date(row.expires_at),
         })

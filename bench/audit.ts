@@ -7,7 +7,7 @@
  * added src/modules/audit/audit.module.ts), checked out as a git worktree under /tmp with this
  * checkout's node_modules linked in, and built there; BENCH_BASELINE_DIR names a built checkout
  * to use instead. Each build runs as one APP_ROLE=all process on a scratch database of its own,
- * with the bootstrap admin, the transform plugin and one agent; closed-loop clients PATCH the
+ * with the bootstrap admin, the transform plugin and 20 agents; closed-loop clients PATCH the
  * agent's description to a new value each time. After the load, the audit build's database must
  * hold one `agent.updated` event per successful PATCH.
  *
@@ -17,6 +17,8 @@
  *   DATABASE_URL                  PostgreSQL server URL (default postgres://postgres@127.0.0.1:5432/test)
  *   BENCH_BASELINE_DIR            a built checkout without the audit log (default: made as above)
  *   BENCH_AUDIT_CLIENTS           concurrent clients (20)
+ *   BENCH_AUDIT_AGENTS            agents the PATCHes go to in turn (20; 1: every client on one row, whose
+ *                                 lock then orders the PATCHes one after another)
  *   BENCH_AUDIT_REQUESTS          measured PATCHes per build (10000)
  *   BENCH_AUDIT_CHUNK             PATCHes per build before switching to the other (1000)
  *   BENCH_AUDIT_WARMUP            PATCHes per build before measuring (1000)
@@ -56,6 +58,7 @@ const settings = {
   serverUrl: process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test',
   baselineDir: process.env.BENCH_BASELINE_DIR,
   clients: intFromEnv('BENCH_AUDIT_CLIENTS', 20),
+  agents: intFromEnv('BENCH_AUDIT_AGENTS', 20),
   requests: intFromEnv('BENCH_AUDIT_REQUESTS', 10_000),
   chunk: intFromEnv('BENCH_AUDIT_CHUNK', 1000),
   warmup: intFromEnv('BENCH_AUDIT_WARMUP', 1000),
@@ -95,19 +98,24 @@ function baselineDir(): string {
   return dir;
 }
 
-/** One build's process on a scratch database, signed in, with one agent; answers the PATCH call and the database URL. */
+/** One build's process on a scratch database, signed in, with its agents; answers the PATCH call and the database URL. */
 async function start(name: string, dir: string): Promise<{ patch: () => Promise<string | null>; databaseUrl: string }> {
   const services = new Services(join(dir, 'dist', 'src', 'main.js'), dir);
   started.push(services);
   const databaseUrl = await databases.create(name);
   const service = await services.start(name, serviceEnv(credentials, databaseUrl, 'all'), settings.readyTimeoutMs);
   const client: JsonClient = await loginAndInstallTransform(service, credentials);
-  const agent = await client.request('POST', '/api/agents', { name: 'bench', kind: 'transform.jsonata', config: { expression: 'n' } });
-  const agentId = field(agent.body, 'id');
-  if (agent.status !== 201 || typeof agentId !== 'string') throw unexpected('POST /api/agents', agent.status, agent.body);
+  const agentIds: string[] = [];
+  for (let i = 0; i < settings.agents; i++) {
+    const agent = await client.request('POST', '/api/agents', { name: `bench-${i}`, kind: 'transform.jsonata', config: { expression: 'n' } });
+    const agentId = field(agent.body, 'id');
+    if (agent.status !== 201 || typeof agentId !== 'string') throw unexpected('POST /api/agents', agent.status, agent.body);
+    agentIds.push(agentId);
+  }
   let n = 0;
   const patch = async () => {
-    const res = await client.request('PATCH', `/api/agents/${agentId}`, { description: `change ${++n}` });
+    n++;
+    const res = await client.request('PATCH', `/api/agents/${agentIds[n % agentIds.length]}`, { description: `change ${n}` });
     return res.status === 200 ? null : `HTTP ${res.status} ${brief(res.body)}`;
   };
   return { patch, databaseUrl };
@@ -146,7 +154,7 @@ runBenchmark(ENTRY, interrupted, cleanup, async () => {
   const expected = warm.latencies.length + results.audit.latencies.length;
 
   const overhead = (1 - rows[1].throughput / rows[0].throughput) * 100;
-  console.log(`\n${machineLine('Audit log cost on PATCH /api/agents/:id')}`);
+  console.log(`\n${machineLine(`Audit log cost on PATCH /api/agents/:id, ${settings.agents} agent(s)`)}`);
   for (const line of formatRows(rows, 'PATCHes', { scenario: 'build', throughput: 'req/s' })) console.log(line);
   console.log(`\naudit events recorded: ${recorded} agent.updated for ${expected} successful PATCHes (warm-up included)`);
   console.log(

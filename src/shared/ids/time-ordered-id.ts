@@ -11,7 +11,8 @@ import { randomFillSync } from 'node:crypto';
  * through `require(esm)`.
  */
 export function timeOrderedId(at: number = Date.now()): string {
-  const bytes = randomFillSync(Buffer.alloc(16));
+  const bytes = Buffer.alloc(16);
+  randomBytesInto(bytes, 6);
   bytes.writeUIntBE(at, 0, 6);
   bytes[6] = 0x70 | (bytes[6] & 0x0f); // version 7
   bytes[8] = 0x80 | (bytes[8] & 0x3f); // variant 10
@@ -29,6 +30,21 @@ export function idAt(at: number): string {
 export function idTime(id: string): number | undefined {
   if (id[14] !== '7') return undefined;
   return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+/** Random bytes are drawn from the system a pool at a time: one call for every 409 ids, not one each. */
+const POOL = Buffer.alloc(4096);
+let poolOffset = POOL.length;
+
+/** Fills `target` from `offset` on with random bytes. */
+function randomBytesInto(target: Buffer, offset: number): void {
+  const length = target.length - offset;
+  if (poolOffset + length > POOL.length) {
+    randomFillSync(POOL);
+    poolOffset = 0;
+  }
+  POOL.copy(target, offset, poolOffset, poolOffset + length);
+  poolOffset += length;
 }
 
 function format(bytes: Buffer): string {

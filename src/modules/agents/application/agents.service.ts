@@ -99,8 +99,10 @@ export class AgentsService implements OnModuleInit {
     assertMcpExposure(changes.mcp);
     const before = described(agent);
     agent.change(changes);
-    await this.agents.update(agent);
+    // The event first: it commits with the update either way, and the row's lock, taken by the
+    // update, is then held for no more than the update and the commit.
     await this.audit.record({ ...audited(agent, 'agent.updated'), changes: changedFields(before, described(agent)) });
+    await this.agents.update(agent);
     return agent;
   }
 

@@ -32,6 +32,8 @@ export class SamlLoginCodeRow {
   @PrimaryColumn('char', { name: 'code_hash', length: 64 }) codeHash!: string;
   @Column('uuid', { name: 'user_id' }) userId!: string;
   @Column('uuid', { name: 'organization_id' }) organizationId!: string;
+  /** How the user signed in: the code is exchanged only at that method's route. */
+  @Column('varchar', { length: 8, default: 'saml' }) via!: 'saml' | 'oidc' | 'password';
   /** The session the exchange starts (a SAML session, for single logout); null for codes made before it was recorded. */
   @Column('uuid', { name: 'family_id', nullable: true }) familyId!: string | null;
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
@@ -78,6 +80,5 @@ export class SamlSessionRow {
 export class SamlAssertionRow {
   @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
   @PrimaryColumn('varchar', { length: 256 }) id!: string;
-  @Column('varchar', { length: 8, default: 'saml' }) via!: 'saml' | 'oidc' | 'password';
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
 }

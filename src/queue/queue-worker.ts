@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { Job, JobResult, PgBoss } from 'pg-boss';
+import { ClaimingFetch } from './claiming-fetch';
 
 /** How often an idle worker looks for jobs (another process's sends are found this way). */
 const POLL_MS = 250;
@@ -76,12 +77,14 @@ export class QueueWorker<T extends object> {
   private lastLog = 0;
   /** Counts wake(): a fetch that came back short while jobs were sent does not mean none wait. */
   private wakes = 0;
+  private readonly claims: ClaimingFetch<T>;
 
   constructor(
     private readonly boss: PgBoss,
     private readonly options: QueueWorkerOptions<T>,
   ) {
     this.logger = new Logger(`Queue:${options.name}`);
+    this.claims = new ClaimingFetch(boss, options.name);
   }
 
   start(): void {
@@ -119,15 +122,22 @@ export class QueueWorker<T extends object> {
   }
 
   private async fetchLoop(): Promise<void> {
-    const { name, batchSize } = this.options;
+    const { batchSize } = this.options;
     while (!this.stopped) {
       const asked = Math.min(this.room(), batchSize);
       if (asked > 0) {
         const skipped = this.groupsAtLimit();
         const wakes = this.wakes;
         try {
+          // Jobs of a claim whose answer the connection lost, once the database says it committed.
+          const recovered = await this.claims.recovered();
+          if (recovered.length) {
+            this.logger.warn(`${recovered.length} jobs claimed before the connection dropped are worked now`);
+            await this.work(recovered);
+            continue;
+          }
           const ignoreGroups = [...skipped.keys()];
-          const jobs = await this.boss.fetch<T>(name, { batchSize: asked, ...(ignoreGroups.length ? { ignoreGroups } : {}) });
+          const jobs = await this.claims.fetch({ batchSize: asked, ...(ignoreGroups.length ? { ignoreGroups } : {}) });
           // Jobs of a group beyond its room went back: they wait for its jobs to end, too.
           const putBack = jobs.length ? await this.work(jobs) : [];
           // Full, or jobs were sent meanwhile (the fetch may have missed them): fetch again.

@@ -9,7 +9,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+COPY scripts/build-if-stale.mjs ./scripts/
 COPY src ./src
+# The web console (built with Vite into dist/console, served at /console) and the typed client it calls the API with.
+COPY console ./console
+COPY clients/typescript/src ./clients/typescript/src
 # The vendor's license tool (src/license-issue.ts) is not compiled (tsconfig.build.json) and its
 # npm script is dropped: an installation verifies licenses, it never signs them.
 RUN npm run build && npm prune --omit=dev && npm pkg delete 'scripts.license:issue'

@@ -57,7 +57,7 @@ module.exports = async () => {
         displayName: 'unit',
         testEnvironment: 'node',
         rootDir: '.',
-        testMatch: ['<rootDir>/src/**/*.spec.ts'],
+        testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/console/src/**/*.spec.ts'],
         transform: { '^.+\\.ts$': tsJest },
       },
       {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds (`nest build`) only when the sources changed since the last successful build, so
+// Builds (`nest build`, then the web console with Vite into dist/console) only when the sources changed since the last successful build, so
 // `npm start` and `npm run cli` start at once the second time. Stale when dist/.build-stamp is
 // missing or older than the newest file under src/ or one of the build's configuration files.
 // `npm run build` (--force) always builds, and writes the stamp too.
@@ -10,7 +10,17 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
-const inputs = ['src', 'ormconfig.ts', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'package.json', 'package-lock.json'];
+const inputs = [
+  'src',
+  'console',
+  'clients/typescript/src',
+  'ormconfig.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'nest-cli.json',
+  'package.json',
+  'package-lock.json',
+];
 
 /** The newest modification under `path`: { time, path } (time 0 when it does not exist). */
 function newest(path) {
@@ -52,5 +62,16 @@ if (!force) {
 const started = new Date();
 const build = spawnSync(process.execPath, [join(root, 'node_modules/@nestjs/cli/bin/nest.js'), 'build'], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
+const consoleBuild = spawnSync(
+  process.execPath,
+  [join(root, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.mts', '--logLevel', 'warn'],
+  {
+    cwd: root,
+    stdio: 'inherit',
+    // A production build whatever NODE_ENV the caller has (Vite would follow it).
+    env: { ...process.env, NODE_ENV: 'production' },
+  },
+);
+if (consoleBuild.status !== 0) process.exit(consoleBuild.status ?? 1);
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

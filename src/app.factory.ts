@@ -8,6 +8,7 @@ import { Metrics } from './shared/metrics/metrics';
 import { ShutdownDrain } from './modules/operations/shutdown-drain';
 import { setupOpenApi } from './openapi.document';
 import { envelope } from './shared/errors/error-envelope';
+import { serveConsole } from './shared/http/console-static';
 import { jsonBody, requestId, storableQuery } from './shared/http/request-body';
 import { routeMappingsAtDebug } from './shared/logging/route-mappings-at-debug';
 
@@ -35,6 +36,9 @@ export function configureApp<T extends INestApplication>(app: T): T {
   if (!config.runsApi) app.use(workerOnly);
   app.use(storableQuery());
   for (const handler of jsonBody(config.http.bodyLimitBytes, config.http.inputBodyLimitBytes)) app.use(handler);
-  if (config.runsApi) setupOpenApi(app);
+  if (config.runsApi) {
+    setupOpenApi(app);
+    serveConsole(app);
+  }
   return app;
 }

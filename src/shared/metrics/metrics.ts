@@ -29,9 +29,16 @@ export class Metrics {
     return (req: Request, res: Response, next: NextFunction) => {
       const end = process.hrtime.bigint();
       res.on('finish', () => {
-        const routePath = (req.route as { path?: string } | undefined)?.path;
-        // Nest answers unknown routes through a catch-all `{/*splat}` route.
-        const route = routePath && !routePath.includes('*') ? `${req.baseUrl}${routePath}` : 'unmatched';
+        // A string pattern, or a RegExp (an Express router's own route, e.g. the console's pages).
+        const routePath: unknown = (req.route as { path?: unknown } | undefined)?.path;
+        // Nest answers unknown routes through a catch-all `{/*splat}` route; a mounted router's
+        // catch-all (the console's) counts under its mount point.
+        const route =
+          typeof routePath === 'string' && !routePath.includes('*')
+            ? `${req.baseUrl}${routePath}`
+            : req.baseUrl
+              ? `${req.baseUrl}/*`
+              : 'unmatched';
         const labels = { method: req.method, route, status: String(res.statusCode) };
         this.requests.inc(labels);
         this.latency.observe(labels, Number(process.hrtime.bigint() - end) / 1e9);

@@ -1,0 +1,56 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { NavLink, useNavigate } from 'react-router';
+import { errorMessage } from '../session';
+import { useMe, useSession } from './session-context';
+
+export function Layout({ children }: { children: React.ReactNode }) {
+  const { session } = useSession();
+  const me = useMe();
+  const navigate = useNavigate();
+  const queries = useQueryClient();
+  const signOut = async () => {
+    await session.signOut();
+    queries.clear();
+    navigate('/sign-in');
+  };
+  return (
+    <div className="shell">
+      <header className="top">
+        <span className="brand">Platform console</span>
+        <nav aria-label="Main">
+          <NavLink to="/runs">Runs</NavLink>
+          <NavLink to="/approvals">Approvals</NavLink>
+          <NavLink to="/api-keys">API keys</NavLink>
+        </nav>
+        <span className="who">{me.data ? `${me.data.user.email} · ${me.data.user.role} · ${me.data.organization.name}` : ''}</span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main>{children}</main>
+    </div>
+  );
+}
+
+/** An error's message, as the API's envelope gave it. */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p role="alert" className="error">
+      {errorMessage(error)}
+    </p>
+  );
+}
+
+/** A value as JSON, for inputs and outputs. */
+export function Json({ value, label }: { value: unknown; label: string }) {
+  return (
+    <pre className="json" aria-label={label} tabIndex={0}>
+      {value === undefined ? '—' : JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
+
+export function Status({ status }: { status: string }) {
+  return <span className={`status status-${status}`}>{status}</span>;
+}

@@ -1,0 +1,86 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { BrowserRouter, Navigate, Route, Routes } from 'react-router';
+import { Layout } from './components/Layout';
+import { SessionProvider, useSession } from './components/session-context';
+import { ApiKeysPage } from './pages/ApiKeysPage';
+import { ApprovalsPage } from './pages/ApprovalsPage';
+import { RunPage } from './pages/RunPage';
+import { RunsPage } from './pages/RunsPage';
+import { SignInPage, SsoLandingPage } from './pages/SignInPage';
+import { Session } from './session';
+import './styles.css';
+
+const queries = new QueryClient({
+  defaultOptions: {
+    // An error answer is shown, not retried: the envelope says why it failed.
+    queries: { retry: false, refetchOnWindowFocus: true, staleTime: 2000 },
+  },
+});
+
+function SignedIn({ children }: { children: React.ReactNode }) {
+  const { session } = useSession();
+  if (!session.signedIn)
+    return (
+      <Navigate
+        to={`/sign-in?next=${encodeURIComponent(window.location.pathname.replace(/^\/console/, '') + window.location.search)}`}
+        replace
+      />
+    );
+  return <Layout>{children}</Layout>;
+}
+
+function App() {
+  return (
+    <Routes>
+      <Route path="/sign-in" element={<SignInPage />} />
+      <Route path="/sso" element={<SsoLandingPage />} />
+      <Route
+        path="/runs"
+        element={
+          <SignedIn>
+            <RunsPage />
+          </SignedIn>
+        }
+      />
+      <Route
+        path="/workflows/:workflowId/runs/:runId"
+        element={
+          <SignedIn>
+            <RunPage />
+          </SignedIn>
+        }
+      />
+      <Route
+        path="/approvals"
+        element={
+          <SignedIn>
+            <ApprovalsPage />
+          </SignedIn>
+        }
+      />
+      <Route
+        path="/api-keys"
+        element={
+          <SignedIn>
+            <ApiKeysPage />
+          </SignedIn>
+        }
+      />
+      <Route path="*" element={<Navigate to="/runs" replace />} />
+    </Routes>
+  );
+}
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <SessionProvider session={new Session()}>
+      <QueryClientProvider client={queries}>
+        <BrowserRouter basename="/console">
+          <App />
+        </BrowserRouter>
+      </QueryClientProvider>
+    </SessionProvider>
+  </StrictMode>,
+);

@@ -3,9 +3,11 @@ import { mkdirSync } from 'node:fs';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import { AppConfig } from '../../src/config/app-config';
 import { install, registerAgent } from '../support/agents';
 import { eventually } from '../support/eventually';
 import { FakeRemoteAgent, Route, startFakeRemoteAgent } from '../support/fake-remote-agent';
+import { startOidcProvider } from '../support/oidc-provider';
 import { bearer, createTestApp, PASSWORD, TestApp, TestOrg } from '../support/test-app';
 
 const ROOT = join(__dirname, '../..');
@@ -270,5 +272,51 @@ describe('web console', () => {
     await page.getByRole('heading', { name: 'Approvals waiting on me' }).waitFor();
     expect(await page.getByRole('button', { name: 'Send answer' }).count()).toBe(0);
     await context.close();
+  });
+
+  it('lands an OpenID Connect sign-in started in the console back in the console, signed in', async () => {
+    const idp = await startOidcProvider();
+    try {
+      const sso = await t.newOrg('enterprise');
+      const client = await idp.register([`${t.app.get(AppConfig).publicUrl}/api/auth/oidc/${sso.slug}/callback`]);
+      const settings = await t
+        .http()
+        .put('/api/auth/oidc')
+        .set(bearer(sso.admin))
+        .send({
+          issuer: idp.issuer,
+          clientId: client.clientId,
+          clientSecret: client.clientSecret,
+          defaultRole: 'member',
+          allowedRedirects: [`${base}/console/sso`],
+        });
+      expect(settings.status).toBe(200);
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      context.setDefaultTimeout(15_000);
+      const page = await context.newPage();
+      // The provider's own login page is not the console's: the browser stops at the redirect to
+      // it, and the test answers the provider as the person would (its form, posted), then the
+      // browser follows the provider's redirect back.
+      let authorize: string | null = null;
+      await page.route('**/api/auth/oidc/*/login?*', async (route) => {
+        const response = await route.fetch({ maxRedirects: 0 });
+        authorize = response.headers().location ?? null;
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'to the provider' });
+      });
+      await page.goto(`${base}/console/sign-in`);
+      await page.getByLabel('Organization (for single sign-on)').fill(sso.slug);
+      await page.getByRole('link', { name: 'Sign in with OpenID Connect' }).click();
+      const url = await eventually(() => authorize, { message: () => `the redirect to the provider (the browser is at ${page.url()})` });
+      const email = `grace-${Date.now()}@corp.test`;
+      const back = await idp.authorize(url, { email, name: 'Grace Hopper' });
+      await page.goto(`${base}${back.pathname}${back.search}`);
+      await page.getByRole('heading', { name: 'Runs' }).waitFor();
+      expect(new URL(page.url()).pathname).toBe('/console/runs');
+      await page.getByText(`${email} · member`).waitFor();
+      await shot(page, 'sso-landed');
+      await context.close();
+    } finally {
+      await idp.close();
+    }
   });
 });

@@ -6,9 +6,11 @@ import { Layout } from './components/Layout';
 import { SessionProvider, useSession } from './components/session-context';
 import { ApiKeysPage } from './pages/ApiKeysPage';
 import { ApprovalsPage } from './pages/ApprovalsPage';
+import { AgentsPage, AuditPage, ExecutionsPage, PluginsPage, UsersPage, WebhookPage, WebhooksPage } from './pages/ListPages';
 import { RunPage } from './pages/RunPage';
 import { RunsPage } from './pages/RunsPage';
 import { SignInPage, SsoLandingPage } from './pages/SignInPage';
+import { SubscriptionPage, WorkflowPage, WorkflowsPage } from './pages/WorkflowsPages';
 import { Session } from './session';
 import './styles.css';
 
@@ -36,38 +38,26 @@ function App() {
     <Routes>
       <Route path="/sign-in" element={<SignInPage />} />
       <Route path="/sso" element={<SsoLandingPage />} />
-      <Route
-        path="/runs"
-        element={
-          <SignedIn>
-            <RunsPage />
-          </SignedIn>
-        }
-      />
-      <Route
-        path="/workflows/:workflowId/runs/:runId"
-        element={
-          <SignedIn>
-            <RunPage />
-          </SignedIn>
-        }
-      />
-      <Route
-        path="/approvals"
-        element={
-          <SignedIn>
-            <ApprovalsPage />
-          </SignedIn>
-        }
-      />
-      <Route
-        path="/api-keys"
-        element={
-          <SignedIn>
-            <ApiKeysPage />
-          </SignedIn>
-        }
-      />
+      {(
+        [
+          ['/runs', <RunsPage />],
+          ['/executions', <ExecutionsPage />],
+          ['/workflows', <WorkflowsPage />],
+          ['/workflows/:id', <WorkflowPage />],
+          ['/workflows/:workflowId/runs/:runId', <RunPage />],
+          ['/agents', <AgentsPage />],
+          ['/approvals', <ApprovalsPage />],
+          ['/plugins', <PluginsPage />],
+          ['/webhooks', <WebhooksPage />],
+          ['/webhooks/:id', <WebhookPage />],
+          ['/api-keys', <ApiKeysPage />],
+          ['/users', <UsersPage />],
+          ['/audit', <AuditPage />],
+          ['/subscription', <SubscriptionPage />],
+        ] as const
+      ).map(([path, page]) => (
+        <Route key={path} path={path} element={<SignedIn>{page}</SignedIn>} />
+      ))}
       <Route path="*" element={<Navigate to="/runs" replace />} />
     </Routes>
   );

@@ -319,4 +319,53 @@ describe('web console', () => {
       await idp.close();
     }
   });
+
+  it("opens every page from the menu as an admin, each with what the API lists; a member's menu has no users or audit log", async () => {
+    const webhook = await t
+      .http()
+      .post('/api/webhooks')
+      .set(bearer(org.admin))
+      .send({ url: `${remote.url}/hook`, eventTypes: ['workflow.run.*'] });
+    expect(webhook.status).toBe(201);
+    await registerAgent(t, org, { name: 'pages agent', kind: 'http.agent', config: { url: `${remote.url}/book` } });
+    await defined({ name: 'pages workflow', steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '1' } }] });
+    const { context, page } = await signedIn(org.admin.email);
+    const pages: Array<[link: string, heading: string, shows: string]> = [
+      ['Executions', 'Executions', 'Status'],
+      ['Workflows', 'Workflows', 'pages workflow'],
+      ['Agents', 'Agents', 'pages agent'],
+      ['Plugins', 'Plugins', 'transform'],
+      ['Webhooks', 'Webhooks', `${remote.url}/hook`],
+      ['Users', 'Users', org.viewer.email],
+      ['Audit log', 'Audit log', 'workflow.created'],
+      ['License', 'License and subscription', 'enterprise'],
+    ];
+    for (const [link, heading, shows] of pages) {
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      await page.getByText(shows).first().waitFor();
+      expect(await page.getByRole('alert').count()).toBe(0);
+      await shot(page, link.toLowerCase().replace(/ /g, '-'));
+    }
+    // A workflow's page: its definition, and a run started from the form made from its input.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows', exact: true }).click();
+    await page.getByRole('link', { name: 'pages workflow' }).click();
+    await page.getByRole('heading', { name: 'Definition' }).waitFor();
+    await shot(page, 'workflow');
+    // The endpoint's delivery log.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByRole('link', { name: `${remote.url}/hook` }).click();
+    await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+    await context.close();
+
+    const member = await signedIn(org.member.email);
+    const menu = member.page.getByRole('navigation', { name: 'Main' });
+    await menu.getByRole('link', { name: 'License' }).waitFor();
+    expect(await menu.getByRole('link', { name: 'Users' }).count()).toBe(0);
+    expect(await menu.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    // Reached anyway, the API's refusal is shown plainly.
+    await member.page.goto(`${base}/console/users`);
+    expect(await member.page.getByRole('alert').textContent()).toMatch(/^Not allowed here\./);
+    await member.context.close();
+  });
 });

@@ -8,6 +8,8 @@ export function Layout({ children }: { children: React.ReactNode }) {
   const me = useMe();
   const navigate = useNavigate();
   const queries = useQueryClient();
+  // Users and the audit log are admins' (the API refuses others).
+  const admin = me.data?.user.role === 'admin';
   const signOut = async () => {
     await session.signOut();
     queries.clear();
@@ -19,8 +21,16 @@ export function Layout({ children }: { children: React.ReactNode }) {
         <span className="brand">Platform console</span>
         <nav aria-label="Main">
           <NavLink to="/runs">Runs</NavLink>
+          <NavLink to="/executions">Executions</NavLink>
           <NavLink to="/approvals">Approvals</NavLink>
+          <NavLink to="/workflows">Workflows</NavLink>
+          <NavLink to="/agents">Agents</NavLink>
+          <NavLink to="/plugins">Plugins</NavLink>
+          <NavLink to="/webhooks">Webhooks</NavLink>
           <NavLink to="/api-keys">API keys</NavLink>
+          {admin && <NavLink to="/users">Users</NavLink>}
+          {admin && <NavLink to="/audit">Audit log</NavLink>}
+          <NavLink to="/subscription">License</NavLink>
         </nav>
         <span className="who">{me.data ? `${me.data.user.email} · ${me.data.user.role} · ${me.data.organization.name}` : ''}</span>
         <button type="button" onClick={signOut}>

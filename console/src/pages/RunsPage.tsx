@@ -24,15 +24,24 @@ export function RunsPage() {
   const status = (params.get('status') ?? '') as RunStatus | '';
   const range = params.get('range') ?? 'any time';
   const cursor = params.get('cursor') ?? undefined;
+  const workflowId = params.get('workflowId') ?? undefined;
   const since = RANGES[range] ? new Date(Date.now() - RANGES[range]!).toISOString() : undefined;
   const runs = useQuery({
-    queryKey: ['runs', status, range, cursor],
+    queryKey: ['runs', status, range, workflowId, cursor],
     placeholderData: keepPreviousData,
     refetchInterval: 5000,
     queryFn: async () =>
       unwrap(
         await session.client.GET('/api/runs', {
-          params: { query: { limit: 50, ...(status ? { status } : {}), ...(since ? { since } : {}), ...(cursor ? { cursor } : {}) } },
+          params: {
+            query: {
+              limit: 50,
+              ...(status ? { status } : {}),
+              ...(since ? { since } : {}),
+              ...(workflowId ? { workflowId } : {}),
+              ...(cursor ? { cursor } : {}),
+            },
+          },
         }),
       ),
   });

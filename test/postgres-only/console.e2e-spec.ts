@@ -328,7 +328,23 @@ describe('web console', () => {
       .send({ url: `${remote.url}/hook`, eventTypes: ['workflow.run.*'] });
     expect(webhook.status).toBe(201);
     await registerAgent(t, org, { name: 'pages agent', kind: 'http.agent', config: { url: `${remote.url}/book` } });
-    await defined({ name: 'pages workflow', steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '1' } }] });
+    const workflowId = await defined({
+      name: 'pages workflow',
+      steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '1' } }],
+    });
+    // A second version, and a schedule.
+    const put = await t
+      .http()
+      .put(`/api/workflows/${workflowId}`)
+      .set(bearer(org.admin))
+      .send({ name: 'pages workflow', steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '2' } }] });
+    expect(put.status).toBe(200);
+    const schedule = await t
+      .http()
+      .post(`/api/workflows/${workflowId}/schedules`)
+      .set(bearer(org.admin))
+      .send({ cron: '0 3 * * *', timezone: 'UTC' });
+    expect(schedule.status).toBe(201);
     const { context, page } = await signedIn(org.admin.email);
     const pages: Array<[link: string, heading: string, shows: string]> = [
       ['Executions', 'Executions', 'Status'],
@@ -351,11 +367,21 @@ describe('web console', () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows', exact: true }).click();
     await page.getByRole('link', { name: 'pages workflow' }).click();
     await page.getByRole('heading', { name: 'Definition' }).waitFor();
+    // The schedule's next three fire times, and the two versions side by side.
+    await page.getByRole('cell', { name: /,.*,/ }).waitFor();
+    await page.getByRole('heading', { name: 'Versions side by side' }).waitFor();
+    expect(await page.getByLabel('Version 1', { exact: true }).textContent()).toContain('"expression": "1"');
+    expect(await page.getByLabel('Version 2', { exact: true }).textContent()).toContain('"expression": "2"');
     await shot(page, 'workflow');
     // The endpoint's delivery log.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
     await page.getByRole('link', { name: `${remote.url}/hook` }).click();
     await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+    // An admin sends failed messages again from a time on.
+    await page.getByLabel('Send failed and skipped messages again, since').fill(new Date(Date.now() - 86_400_000).toISOString().slice(0, 16));
+    await page.getByRole('button', { name: 'Recover' }).click();
+    await page.getByRole('status').filter({ hasText: 'are being sent again' }).waitFor();
+    await shot(page, 'webhook-deliveries');
     await context.close();
 
     const member = await signedIn(org.member.email);

@@ -108,10 +108,34 @@ export function WebhookPage() {
       unwrap(await session.client.POST('/api/webhooks/{id}/deliveries/{messageId}/redeliver', { params: { path: { id, messageId } } })),
     onSuccess: () => queries.invalidateQueries({ queryKey: ['deliveries', id] }),
   });
+  const recover = useMutation({
+    mutationFn: async (since: string) =>
+      unwrap(await session.client.POST('/api/webhooks/{id}/recover', { params: { path: { id } }, body: { since } })),
+    onSuccess: () => queries.invalidateQueries({ queryKey: ['deliveries', id] }),
+  });
   return (
     <section>
       <h1>Deliveries</h1>
-      <ErrorNote error={redeliver.error} />
+      {admin && (
+        <form
+          className="inline"
+          onSubmit={(event) => {
+            event.preventDefault();
+            const since = String(new FormData(event.currentTarget).get('since'));
+            if (since) recover.mutate(new Date(since).toISOString());
+          }}
+        >
+          <label>
+            Send failed and skipped messages again, since
+            <input name="since" type="datetime-local" required />
+          </label>
+          <button type="submit" disabled={recover.isPending}>
+            Recover
+          </button>
+        </form>
+      )}
+      {recover.isSuccess && <p role="status">Failed and skipped messages since {when(recover.data.since)} are being sent again.</p>}
+      <ErrorNote error={redeliver.error ?? recover.error} />
       <PagedTable
         caption="Messages sent to the endpoint, newest first"
         queryKey={['deliveries', id]}

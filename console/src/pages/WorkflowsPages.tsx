@@ -1,4 +1,5 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { unwrap } from '../../../clients/typescript/src/index';
 import { ErrorNote, Json } from '../components/Layout';
@@ -83,7 +84,7 @@ export function WorkflowPage() {
         columns={[
           { header: 'Cron', cell: (s) => <code>{s.cron}</code> },
           { header: 'Time zone', cell: (s) => s.timezone },
-          { header: 'Next', cell: (s) => (s.enabled ? when(s.nextFireAt) : 'paused') },
+          { header: 'Next', cell: (s) => (s.enabled ? <NextOccurrences workflowId={id} scheduleId={s.id} /> : 'paused') },
           { header: 'Last', cell: (s) => when(s.lastFiredAt) },
         ]}
       />
@@ -124,6 +125,7 @@ export function WorkflowPage() {
           { header: 'Steps', cell: (v) => v.steps.map((s) => s.id).join(' → ') },
         ]}
       />
+      <CompareVersions workflowId={id} />
       <h2>Definition</h2>
       <Json
         value={{
@@ -176,5 +178,65 @@ export function SubscriptionPage() {
         </p>
       ))}
     </section>
+  );
+}
+
+/** A schedule's next fire times (UTC from the API, shown in the reader's time). */
+function NextOccurrences({ workflowId, scheduleId }: { workflowId: string; scheduleId: string }) {
+  const { session } = useSession();
+  const next = useQuery({
+    queryKey: ['occurrences', workflowId, scheduleId],
+    queryFn: async () =>
+      unwrap(
+        await session.client.GET('/api/workflows/{id}/schedules/{sid}/occurrences', {
+          params: { path: { id: workflowId, sid: scheduleId }, query: { count: 3 } },
+        }),
+      ),
+  });
+  if (next.error) return <ErrorNote error={next.error} />;
+  return <>{next.data ? next.data.data.map((at) => when(at)).join(', ') : '…'}</>;
+}
+
+/** Two versions of the definition side by side (the newest 100 to choose from). */
+function CompareVersions({ workflowId }: { workflowId: string }) {
+  const { session } = useSession();
+  const versions = useQuery({
+    queryKey: ['versions-all', workflowId],
+    queryFn: async () =>
+      unwrap(await session.client.GET('/api/workflows/{id}/versions', { params: { path: { id: workflowId }, query: { limit: 100 } } })),
+  });
+  const [left, setLeft] = useState<number | null>(null);
+  const [right, setRight] = useState<number | null>(null);
+  const list = versions.data?.data ?? [];
+  if (list.length < 2) return null;
+  const shown = (version: number | null) => list.find((v) => v.version === version) ?? null;
+  const a = shown(left ?? list[1].version);
+  const b = shown(right ?? list[0].version);
+  const choose = (label: string, value: number | undefined, set: (v: number) => void) => (
+    <label>
+      {label}
+      <select value={value} onChange={(event) => set(Number(event.target.value))}>
+        {list.map((v) => (
+          <option key={v.version} value={v.version}>
+            {v.version}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+  const definition = (v: (typeof list)[number] | null) =>
+    v && { name: v.name, inputSchema: v.inputSchema, steps: v.steps, output: v.output, timeoutMs: v.timeoutMs };
+  return (
+    <>
+      <h2>Versions side by side</h2>
+      <div className="filters">
+        {choose('Left', a?.version, setLeft)}
+        {choose('Right', b?.version, setRight)}
+      </div>
+      <div className="side-by-side">
+        <Json value={definition(a)} label={`Version ${a?.version}`} />
+        <Json value={definition(b)} label={`Version ${b?.version}`} />
+      </div>
+    </>
   );
 }

@@ -9,7 +9,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
-COPY scripts/build-if-stale.mjs ./scripts/
+COPY scripts/build-if-stale.mjs scripts/build-console.mjs ./scripts/
 COPY src ./src
 # The web console (built with Vite into dist/console, served at /console) and the typed client it calls the API with.
 COPY console ./console

@@ -62,16 +62,7 @@ if (!force) {
 const started = new Date();
 const build = spawnSync(process.execPath, [join(root, 'node_modules/@nestjs/cli/bin/nest.js'), 'build'], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
-const consoleBuild = spawnSync(
-  process.execPath,
-  [join(root, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.mts', '--logLevel', 'warn'],
-  {
-    cwd: root,
-    stdio: 'inherit',
-    // A production build whatever NODE_ENV the caller has (Vite would follow it).
-    env: { ...process.env, NODE_ENV: 'production' },
-  },
-);
+const consoleBuild = spawnSync(process.execPath, [join(root, 'scripts/build-console.mjs')], { cwd: root, stdio: 'inherit' });
 if (consoleBuild.status !== 0) process.exit(consoleBuild.status ?? 1);
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

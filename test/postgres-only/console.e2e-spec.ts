@@ -41,16 +41,7 @@ describe('web console', () => {
   const answer: Route = () => (broken ? { status: 500, body: { error: 'the ledger is down' } } : { body: { booked: true } });
 
   beforeAll(async () => {
-    const build = spawnSync(
-      process.execPath,
-      [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.mts', '--logLevel', 'error'],
-      {
-        cwd: ROOT,
-        encoding: 'utf8',
-        // Jest's NODE_ENV=test would make it a development build.
-        env: { ...process.env, NODE_ENV: 'production' },
-      },
-    );
+    const build = spawnSync(process.execPath, [join(ROOT, 'scripts/build-console.mjs')], { cwd: ROOT, encoding: 'utf8' });
     if (build.status !== 0) throw new Error(`The console did not build: ${build.stderr}`);
     mkdirSync(SCREENSHOTS, { recursive: true });
     remote = await startFakeRemoteAgent({ '/book': answer });
@@ -378,7 +369,9 @@ describe('web console', () => {
     await page.getByRole('link', { name: `${remote.url}/hook` }).click();
     await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
     // An admin sends failed messages again from a time on.
-    await page.getByLabel('Send failed and skipped messages again, since').fill(new Date(Date.now() - 86_400_000).toISOString().slice(0, 16));
+    await page
+      .getByLabel('Send failed and skipped messages again, since')
+      .fill(new Date(Date.now() - 86_400_000).toISOString().slice(0, 16));
     await page.getByRole('button', { name: 'Recover' }).click();
     await page.getByRole('status').filter({ hasText: 'are being sent again' }).waitFor();
     await shot(page, 'webhook-deliveries');

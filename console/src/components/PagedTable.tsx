@@ -9,7 +9,8 @@ export interface Column<T> {
 
 /**
  * A list the API pages with a cursor, one page at a time: the cursor is in the URL (a page can
- * be shared) and `filters` (the URL's other parameters the caller reads) are part of the query.
+ * be shared), under `cursorParam` (a page with several tables gives each its own), and the
+ * caller's filters are part of `queryKey`.
  */
 export function PagedTable<T extends object>({
   caption,
@@ -19,6 +20,7 @@ export function PagedTable<T extends object>({
   rowKey,
   empty,
   refetchMs,
+  cursorParam = 'cursor',
 }: {
   caption: string;
   queryKey: unknown[];
@@ -27,9 +29,10 @@ export function PagedTable<T extends object>({
   rowKey?: (row: NoInfer<T>) => string;
   empty: string;
   refetchMs?: number;
+  cursorParam?: string;
 }) {
   const [params, setParams] = useSearchParams();
-  const cursor = params.get('cursor') ?? undefined;
+  const cursor = params.get(cursorParam) ?? undefined;
   const page = useQuery({
     queryKey: [...queryKey, cursor],
     placeholderData: keepPreviousData,
@@ -38,8 +41,8 @@ export function PagedTable<T extends object>({
   });
   const go = (next: string | null) => {
     const changed = new URLSearchParams(params);
-    if (next) changed.set('cursor', next);
-    else changed.delete('cursor');
+    if (next) changed.set(cursorParam, next);
+    else changed.delete(cursorParam);
     setParams(changed);
   };
   return (
@@ -84,3 +87,22 @@ export function PagedTable<T extends object>({
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** The statuses a run or an execution can have, as the API filters them. */
+export const RUN_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** A status filter: `any`, or one of RUN_STATUSES. */
+export function StatusSelect({ value, onChange }: { value: RunStatus | ''; onChange: (status: RunStatus | '') => void }) {
+  return (
+    <label>
+      Status
+      <select value={value} onChange={(event) => onChange(event.target.value as RunStatus | '')}>
+        <option value="">any</option>
+        {RUN_STATUSES.map((s) => (
+          <option key={s}>{s}</option>
+        ))}
+      </select>
+    </label>
+  );
+}

@@ -35,3 +35,14 @@ export function useCanOperate(): boolean {
   const role = useMe().data?.user.role;
   return role === 'admin' || role === 'member';
 }
+
+/** The approvals waiting on the signed-in user (one query for every page that shows them). */
+export function useApprovals(options: { enabled?: boolean } = {}) {
+  const { session } = useSession();
+  return useQuery({
+    queryKey: ['approvals'],
+    refetchInterval: 5000,
+    enabled: options.enabled ?? true,
+    queryFn: async () => unwrap(await session.client.GET('/api/approvals', { params: { query: { limit: 100 } } })),
+  });
+}

@@ -121,7 +121,7 @@ function kindOf(property: JsonSchema): FieldKind {
 
 function initialText(property: JsonSchema, kind: FieldKind): string {
   const start = property.default ?? property.const;
-  if (start === undefined) return kind === 'boolean' ? '' : '';
+  if (start === undefined) return '';
   if (kind === 'boolean') return start === true ? 'true' : '';
   if (kind === 'json') return JSON.stringify(start, null, 2);
   return String(start);

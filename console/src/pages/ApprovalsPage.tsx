@@ -1,19 +1,12 @@
-import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { unwrap } from '../../../clients/typescript/src/index';
 import { ApprovalForm } from '../components/ApprovalForm';
 import { ErrorNote } from '../components/Layout';
-import { useCanOperate, useSession } from '../components/session-context';
+import { useApprovals, useCanOperate } from '../components/session-context';
 
 /** The approvals the signed-in user may answer, oldest first, each with its form. */
 export function ApprovalsPage() {
-  const { session } = useSession();
   const canOperate = useCanOperate();
-  const approvals = useQuery({
-    queryKey: ['approvals'],
-    refetchInterval: 5000,
-    queryFn: async () => unwrap(await session.client.GET('/api/approvals', { params: { query: { limit: 50 } } })),
-  });
+  const approvals = useApprovals();
   return (
     <section>
       <h1>Approvals waiting on me</h1>

@@ -2,29 +2,19 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { unwrap } from '../../../clients/typescript/src/index';
 import { ErrorNote, Status } from '../components/Layout';
-import { PagedTable, when } from '../components/PagedTable';
+import { PagedTable, RunStatus, StatusSelect, when } from '../components/PagedTable';
 import { useMe, useSession } from '../components/session-context';
-
-const EXECUTION_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
 
 /** Agent executions of the organization, newest first, by status. */
 export function ExecutionsPage() {
   const { session } = useSession();
   const [params, setParams] = useSearchParams();
-  const status = (params.get('status') ?? '') as (typeof EXECUTION_STATUSES)[number] | '';
+  const status = (params.get('status') ?? '') as RunStatus | '';
   return (
     <section>
       <h1>Executions</h1>
       <form className="filters" onSubmit={(event) => event.preventDefault()}>
-        <label>
-          Status
-          <select value={status} onChange={(event) => setParams(event.target.value ? { status: event.target.value } : {})}>
-            <option value="">any</option>
-            {EXECUTION_STATUSES.map((s) => (
-              <option key={s}>{s}</option>
-            ))}
-          </select>
-        </label>
+        <StatusSelect value={status} onChange={(next) => setParams(next ? { status: next } : {})} />
       </form>
       <PagedTable
         caption="Agent executions, newest first"
@@ -242,6 +232,7 @@ export function PluginsPage() {
       <PagedTable
         caption="MCP servers"
         queryKey={['mcp-servers']}
+        cursorParam="servers"
         empty="No MCP servers."
         fetchPage={async (cursor?: string) =>
           unwrap(await session.client.GET('/api/mcp-servers', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }))

@@ -5,7 +5,7 @@ import { unwrap, type Schemas } from '../../../clients/typescript/src/index';
 import { ApprovalForm } from '../components/ApprovalForm';
 import { ErrorNote, Json, Status } from '../components/Layout';
 import { RunGraphView } from '../components/RunGraphView';
-import { useCanOperate, useSession } from '../components/session-context';
+import { useApprovals, useCanOperate, useSession } from '../components/session-context';
 
 type Run = Schemas['RunWithStepsResponse'];
 type StepRun = Schemas['StepRunResponse'];
@@ -33,11 +33,7 @@ export function RunPage() {
     staleTime: Infinity,
     queryFn: async () => definitionOf(session, workflowId, version!),
   });
-  const approvals = useQuery({
-    queryKey: ['approvals'],
-    enabled: !!run.data?.steps.some((step) => step.waitingFor?.for === 'approval'),
-    queryFn: async () => unwrap(await session.client.GET('/api/approvals', { params: { query: { limit: 100 } } })),
-  });
+  const approvals = useApprovals({ enabled: !!run.data?.steps.some((step) => step.waitingFor?.for === 'approval') });
   const act = useMutation({
     mutationFn: async (action: { kind: 'cancel' } | { kind: 'retry'; fromStep?: string }) => {
       const path = { id: workflowId, runId };

@@ -73,6 +73,7 @@ export function WorkflowPage() {
       <PagedTable
         caption="Schedules"
         queryKey={['schedules', id]}
+        cursorParam="schedules"
         empty="No schedules."
         fetchPage={async (cursor?: string) =>
           unwrap(
@@ -92,6 +93,7 @@ export function WorkflowPage() {
       <PagedTable
         caption="Webhook triggers"
         queryKey={['triggers', id]}
+        cursorParam="triggers"
         empty="No triggers."
         fetchPage={async (cursor?: string) =>
           unwrap(
@@ -111,6 +113,7 @@ export function WorkflowPage() {
       <PagedTable
         caption="Versions, newest first"
         queryKey={['versions', id]}
+        cursorParam="versions"
         rowKey={(v) => String(v.version)}
         empty="No versions."
         fetchPage={async (cursor?: string) =>

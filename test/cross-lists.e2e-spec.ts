@@ -129,6 +129,17 @@ describe('cross lists', () => {
       expect(ids(await get(`?status=canceled`))).toEqual([]);
     });
 
+    it('filters by until (before it) and finds one item by its id, in the organization only', async () => {
+      expect(ids(await get(`?until=${cut}&limit=100`))).toEqual(mine[list].filter((id) => !after[list].includes(id)).reverse());
+      expect(ids(await get(`?since=${cut}&until=${cut}`))).toEqual([]);
+      expect(ids(await get(`?id=${failed[list]}`))).toEqual([failed[list]]);
+      expect(ids(await get(`?id=${failed[list]}&status=succeeded`))).toEqual([]);
+      const theirsId = list === 'executions' ? theirs.execution : theirs.run;
+      expect(await get(`?id=${theirsId}`)).toMatchObject({ status: 200, body: { data: [], nextCursor: null } });
+      expectError(await get('?id=nope'), 400, 'VALIDATION_FAILED');
+      expectError(await get('?until=tomorrow'), 400, 'VALIDATION_FAILED');
+    });
+
     it('pages with a cursor without duplicates or gaps', async () => {
       const seen: string[] = [];
       let cursor: string | null = null;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import Ajv from 'ajv';
 import { install, registerAgent } from './support/agents';
 import { eventually } from './support/eventually';
 import { FakeRemoteAgent, HOLD, keyAfter, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
@@ -157,6 +158,22 @@ describe('workflows', () => {
         ],
       });
       expect(details.map((d) => d.path).sort()).toEqual(['inputSchema', 'output', 'steps', 'steps[2].agent', 'steps[2].input', 'steps[3]']);
+    });
+
+    it("answers the definition's JSON Schema, which passes what the service takes and fails what it refuses for shape", async () => {
+      const res = await t.http().get('/api/workflows/definition-schema').set(bearer(org.viewer));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ type: 'object', required: ['name', 'steps'] });
+      const stepFields = Object.keys(res.body.properties.steps.items.properties);
+      expect(stepFields).toEqual(expect.arrayContaining(['id', 'agent', 'action', 'with', 'sleep', 'wait', 'map', 'workflow', 'switch', 'needs']));
+      const validate = new Ajv({ strict: false, allErrors: true }).compile(res.body);
+      const good = { name: 'ok', steps: [{ id: 'a', ...jsonata('$') }, { id: 'b', sleep: { seconds: 1 }, needs: ['a'] }] };
+      expect(validate(good)).toBe(true);
+      expect((await define(good)).status).toBe(201);
+      const bad = { name: 'x', steps: [{ id: 'a', ...jsonata('$'), retry: { maxAttempts: 0 } }] };
+      expect(validate(bad)).toBe(false);
+      expect(validate.errors!.map((e) => e.instancePath)).toContain('/steps/0/retry/maxAttempts');
+      expect(await problems(bad)).toEqual([expect.objectContaining({ path: 'steps[0].retry.maxAttempts' })]);
     });
 
     it('enforces the limits: 100 steps and 256 KiB', async () => {

@@ -1,5 +1,5 @@
 import { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { decodeCursor, PageRequest } from '../shared/pagination/cursor';
+import { decodeCursor, HistoryFilters, PageRequest } from '../shared/pagination/cursor';
 
 /**
  * Newest first, keyset-paginated on (created_at, id): stable under inserts and served by an
@@ -18,12 +18,6 @@ export function keysetPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, p
     .limit(page.limit + 1);
 }
 
-/** Status and time filters of a history (executions, runs). */
-export interface HistoryFilters {
-  status?: string;
-  since?: Date;
-}
-
 /**
  * The same newest-first keyset page for plain SQL: `WHERE ... ORDER BY ... LIMIT ...` after
  * `SELECT ... FROM <table>`, with the equality conditions of `scope` (organization first),
@@ -34,6 +28,8 @@ export function keysetSql(scope: Record<string, unknown>, filters: HistoryFilter
   const where = Object.entries(scope).map(([column, value]) => `${column} = $${params.push(value)}`);
   if (filters.status) where.push(`status = $${params.push(filters.status)}`);
   if (filters.since) where.push(`created_at >= $${params.push(filters.since)}`);
+  if (filters.until) where.push(`created_at < $${params.push(filters.until)}`);
+  if (filters.id) where.push(`id = $${params.push(filters.id)}`);
   if (page.cursor) {
     const { createdAt, id } = decodeCursor(page.cursor);
     where.push(`(created_at, id) < ($${params.push(createdAt)}, $${params.push(id)})`);

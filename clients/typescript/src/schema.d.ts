@@ -1017,6 +1017,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/definition-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The JSON Schema (draft-07) of a definition's shape, for editors
+         * @description Covers the shape only: a definition that passes it may still be refused for what the schema cannot see (unknown steps in needs, cycles, expressions, agents and actions of the organization).
+         */
+        get: operations["WorkflowsController_definitionSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}": {
         parameters: {
             query?: never;
@@ -9930,9 +9950,11 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
-                /** @description Only executions created at or after this time */
+                /** @description Only records created at or after this time */
                 since?: string;
+                /** @description Only records created before this time */
+                until?: string;
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             };
             header?: never;
             path: {
@@ -10447,11 +10469,15 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
-                /** @description Only executions created at or after this time */
+                /** @description Only records created at or after this time */
                 since?: string;
+                /** @description Only records created before this time */
+                until?: string;
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only this agent's executions (one of another organization finds none) */
                 agentId?: string;
+                /** @description Only the execution with this id: a search by id */
+                id?: string;
             };
             header?: never;
             path?: never;
@@ -10687,6 +10713,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WorkflowsController_definitionSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -11170,9 +11217,11 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
-                /** @description Only runs created at or after this time */
+                /** @description Only records created at or after this time */
                 since?: string;
+                /** @description Only records created before this time */
+                until?: string;
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             };
             header?: never;
             path: {
@@ -11805,11 +11854,15 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
-                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
-                /** @description Only runs created at or after this time */
+                /** @description Only records created at or after this time */
                 since?: string;
+                /** @description Only records created before this time */
+                until?: string;
+                status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
                 /** @description Only this workflow's runs (one of another organization finds none) */
                 workflowId?: string;
+                /** @description Only the run with this id: a search by id */
+                id?: string;
             };
             header?: never;
             path?: never;

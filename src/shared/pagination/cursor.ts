@@ -60,3 +60,13 @@ export function toPage<T extends KeysetPosition, R>(rows: T[], limit: number, ma
   const items = more ? rows.slice(0, limit) : rows;
   return { data: items.map(map), nextCursor: more ? encodeCursor(items[items.length - 1]) : null };
 }
+
+/** Status and time filters of a history (executions, runs): a status, a time range, an id. */
+export interface HistoryFilters {
+  status?: string;
+  since?: Date;
+  /** Created before this time. */
+  until?: Date;
+  /** The one record with this id (a search by id). */
+  id?: string;
+}

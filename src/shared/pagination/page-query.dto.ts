@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsInt, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsISO8601, IsString, Max, MaxLength, Min } from 'class-validator';
 import { Optional } from '../http/optional.decorator';
 
 export class PageQuery {
@@ -17,4 +17,25 @@ export class PageQuery {
   @IsString()
   @MaxLength(200)
   cursor?: string;
+}
+
+/** A history's page with its time range: records created at or after `since` and before `until`. */
+export class HistoryPageQuery extends PageQuery {
+  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only records created at or after this time' })
+  @Optional()
+  @IsISO8601({ strict: true })
+  since?: string;
+
+  @ApiPropertyOptional({ example: '2026-02-01T00:00:00Z', description: 'Only records created before this time' })
+  @Optional()
+  @IsISO8601({ strict: true })
+  until?: string;
+}
+
+/** The time range of a history query as dates, for the repositories' filters. */
+export function timeRange(query: HistoryPageQuery): { since?: Date; until?: Date } {
+  return {
+    since: query.since ? new Date(query.since) : undefined,
+    until: query.until ? new Date(query.until) : undefined,
+  };
 }

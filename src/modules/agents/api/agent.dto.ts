@@ -2,7 +2,6 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   IsIn,
   IsInt,
-  IsISO8601,
   IsObject,
   IsOptional,
   IsString,
@@ -13,7 +12,7 @@ import {
   MinLength,
   ValidateIf,
 } from 'class-validator';
-import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { HistoryPageQuery, PageQuery } from '../../../shared/pagination/page-query.dto';
 import { Agent, AGENT_LIMITS, JsonObject } from '../domain/agent';
 import { McpExposure } from '../../../shared/mcp/mcp-exposure';
 import { EXECUTION_STATUSES, ExecutionStatus } from '../domain/execution';
@@ -146,16 +145,11 @@ export class AgentListQuery extends PageQuery {
   kind?: string;
 }
 
-export class HistoryQuery extends PageQuery {
+export class HistoryQuery extends HistoryPageQuery {
   @ApiPropertyOptional({ enum: EXECUTION_STATUSES })
   @Optional()
   @IsIn(EXECUTION_STATUSES)
   status?: ExecutionStatus;
-
-  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only executions created at or after this time' })
-  @Optional()
-  @IsISO8601({ strict: true })
-  since?: string;
 }
 
 /** `GET /api/executions`: an agent's history query, across agents. */
@@ -164,6 +158,11 @@ export class ExecutionListQuery extends HistoryQuery {
   @Optional()
   @Matches(UUID, { message: '$property must be a UUID' })
   agentId?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'Only the execution with this id: a search by id' })
+  @Optional()
+  @Matches(UUID, { message: '$property must be a UUID' })
+  id?: string;
 }
 
 export class AgentResponse {

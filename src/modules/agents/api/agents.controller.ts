@@ -13,6 +13,7 @@ import type { Request, Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresScope, Roles } from '../../../shared/auth/access.decorators';
 import { type Principal, triggerOf } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { timeRange } from '../../../shared/pagination/page-query.dto';
 import { LAST_EVENT_ID_DOC, LIVE_STREAM_DOC, LiveStreams } from '../../../shared/http/live-record';
 import { UuidParam } from '../../../shared/http/uuid-param.pipe';
 import { parseIdempotencyKey } from '../../../shared/idempotency/idempotency-keys';
@@ -166,7 +167,7 @@ export class AgentsController {
   ): Promise<ExecutionPageResponse> {
     const page = await this.executions.history(caller, id, query, {
       status: query.status,
-      since: query.since ? new Date(query.since) : undefined,
+      ...timeRange(query),
     });
     return { data: page.data.map(ExecutionResponse.of), nextCursor: page.nextCursor };
   }

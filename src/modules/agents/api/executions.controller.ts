@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swa
 import { AnyRole, CurrentPrincipal, RequiresScope } from '../../../shared/auth/access.decorators';
 import { type Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { timeRange } from '../../../shared/pagination/page-query.dto';
 import { ExecutionsService } from '../application/executions.service';
 import { ExecutionResponse } from '../execution.response';
 import { ExecutionListQuery, ExecutionPageResponse } from './agent.dto';
@@ -23,8 +24,9 @@ export class ExecutionsController {
   async list(@CurrentPrincipal() caller: Principal, @Query() query: ExecutionListQuery): Promise<ExecutionPageResponse> {
     const page = await this.executions.list(caller, query, {
       status: query.status,
-      since: query.since ? new Date(query.since) : undefined,
+      ...timeRange(query),
       agentId: query.agentId,
+      id: query.id,
     });
     return { data: page.data.map(ExecutionResponse.of), nextCursor: page.nextCursor };
   }

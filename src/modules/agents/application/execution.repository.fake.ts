@@ -55,6 +55,7 @@ export class InMemoryExecutionRepository extends ExecutionRepository {
     const data = [...this.executions.values()]
       .filter((e) => e.organizationId === organizationId && (!filter.agentId || e.agentId === filter.agentId))
       .filter((e) => (!filter.status || e.status === filter.status) && (!filter.since || e.createdAt >= filter.since))
+      .filter((e) => (!filter.until || e.createdAt < filter.until) && (!filter.id || e.id === filter.id))
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
       .map((e) => ({ ...e }));
     return { data, nextCursor: null };

@@ -1,5 +1,6 @@
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Failure } from '../../../shared/jobs/outcome';
+import { HistoryFilters } from '../../../shared/pagination/cursor';
 
 /** Where an execution is: `waiting` for its next attempt (no worker holds it); the last four are final. */
 export const EXECUTION_STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled', 'timed_out'] as const;
@@ -40,9 +41,8 @@ export function durationMs(execution: Pick<Execution, 'startedAt' | 'finishedAt'
   return execution.startedAt && execution.finishedAt ? execution.finishedAt.getTime() - execution.startedAt.getTime() : null;
 }
 
-export interface HistoryFilter {
+export interface HistoryFilter extends HistoryFilters {
   status?: ExecutionStatus;
-  since?: Date;
   /** One agent's executions; unset: every agent's of the organization. */
   agentId?: string;
 }

@@ -1,22 +1,17 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, Matches } from 'class-validator';
+import { IsIn, Matches } from 'class-validator';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { STEP_ID } from '../../workflows/domain/definition';
-import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { HistoryPageQuery } from '../../../shared/pagination/page-query.dto';
 import { RUN_STATUSES, RunStatus } from '../domain/run';
 import { RunResponse } from '../run.response';
 
-export class RunHistoryQuery extends PageQuery {
+export class RunHistoryQuery extends HistoryPageQuery {
   @ApiPropertyOptional({ enum: RUN_STATUSES })
   @Optional()
   @IsIn(RUN_STATUSES)
   status?: RunStatus;
-
-  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only runs created at or after this time' })
-  @Optional()
-  @IsISO8601({ strict: true })
-  since?: string;
 }
 
 /** `GET /api/runs`: a workflow's history query, across workflows. */
@@ -25,6 +20,11 @@ export class RunListQuery extends RunHistoryQuery {
   @Optional()
   @Matches(UUID, { message: '$property must be a UUID' })
   workflowId?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'Only the run with this id: a search by id' })
+  @Optional()
+  @Matches(UUID, { message: '$property must be a UUID' })
+  id?: string;
 }
 
 /** `POST .../runs/:runId/retry`: where the retry starts again, and on which version. */

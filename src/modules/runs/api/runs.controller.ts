@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swa
 import { AnyRole, CurrentPrincipal, RequiresScope } from '../../../shared/auth/access.decorators';
 import { type Principal } from '../../../shared/auth/principal';
 import { ApiErrors } from '../../../shared/http/api-errors.decorator';
+import { timeRange } from '../../../shared/pagination/page-query.dto';
 import { RunsService } from '../application/runs.service';
 import { RunResponse } from '../run.response';
 import { RunListQuery, RunPageResponse } from './run.dto';
@@ -23,8 +24,9 @@ export class RunsController {
   async list(@CurrentPrincipal() caller: Principal, @Query() query: RunListQuery): Promise<RunPageResponse> {
     const page = await this.runs.list(caller, query, {
       status: query.status,
-      since: query.since ? new Date(query.since) : undefined,
+      ...timeRange(query),
       workflowId: query.workflowId,
+      id: query.id,
     });
     return { data: page.data.map((r) => RunResponse.of(r, false)), nextCursor: page.nextCursor };
   }

@@ -65,6 +65,7 @@ export class InMemoryRunRepository extends RunRepository {
     const data = this.runs
       .filter((r) => r.organizationId === organizationId && (!filter.workflowId || r.workflowId === filter.workflowId))
       .filter((r) => (!filter.status || r.status === filter.status) && (!filter.since || r.createdAt >= filter.since))
+      .filter((r) => (!filter.until || r.createdAt < filter.until) && (!filter.id || r.id === filter.id))
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
       .slice(0, page.limit)
       .map((r) => ({ ...r, steps: [] }));

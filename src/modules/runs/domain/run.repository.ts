@@ -1,4 +1,4 @@
-import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import { HistoryFilters, Page, PageRequest } from '../../../shared/pagination/cursor';
 import { JobRef } from '../../../shared/jobs/job-ref';
 import { Failure, Outcome } from '../../../shared/jobs/outcome';
 import { Run, RunItem, RunStatus, StepStatus } from './run';
@@ -61,9 +61,8 @@ export interface WaitingKey {
   limit: number;
 }
 
-export interface HistoryFilter {
+export interface HistoryFilter extends HistoryFilters {
   status?: RunStatus;
-  since?: Date;
   /** One workflow's runs; unset: every workflow's of the organization. */
   workflowId?: string;
 }

@@ -48,6 +48,19 @@ export class WorkflowsController {
     return { data: page.data.map(WorkflowResponse.of), nextCursor: page.nextCursor };
   }
 
+  @Get('definition-schema')
+  @RequiresScope('workflows:read')
+  @AnyRole()
+  @ApiOperation({
+    summary: "The JSON Schema (draft-07) of a definition's shape, for editors",
+    description:
+      'Covers the shape only: a definition that passes it may still be refused for what the schema cannot see (unknown steps in needs, cycles, expressions, agents and actions of the organization).',
+  })
+  @ApiOkResponse({ schema: { type: 'object', additionalProperties: true } })
+  definitionSchema(): Record<string, unknown> {
+    return this.workflows.definitionSchema();
+  }
+
   @Get(':id')
   @RequiresScope('workflows:read')
   @AnyRole()

@@ -11,7 +11,7 @@ import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { connectionOf, installationSlug } from '../../plugins/domain/plugin';
-import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition } from '../domain/definition';
+import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition, workflowDefinitionSchema } from '../domain/definition';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { StepRules } from './step-rules';
 import { Workflow } from '../domain/workflow';
@@ -44,6 +44,11 @@ export class WorkflowsService implements OnModuleInit {
     this.pluginUsage.register(async (organizationId, slug) =>
       (await this.workflows.namesUsingPlugin(organizationId, slug)).map((name) => `workflow '${name}'`),
     );
+  }
+
+  /** The JSON Schema a definition's shape is checked against, with the step kinds this service runs. */
+  definitionSchema(): JsonObject {
+    return workflowDefinitionSchema(this.kinds.all);
   }
 
   async get(organizationId: string, id: string): Promise<Workflow> {

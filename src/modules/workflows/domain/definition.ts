@@ -198,6 +198,13 @@ function definitionSchema(kinds: readonly StepKindRules[]): JsonObject {
 
 const schemas = new WeakMap<readonly StepKindRules[], JsonObject>();
 
+/** The JSON Schema of a definition's shape with these step kinds (built once per set of kinds). */
+export function workflowDefinitionSchema(kinds: readonly StepKindRules[]): JsonObject {
+  let schema = schemas.get(kinds);
+  if (!schema) schemas.set(kinds, (schema = definitionSchema(kinds)));
+  return schema;
+}
+
 /** What a definition is checked against beyond its own shape: the organization, the catalog, the step kinds. */
 export interface DefinitionContext {
   /** The step kinds the service runs. */
@@ -264,9 +271,7 @@ export function definitionProblems(definition: unknown, context: DefinitionConte
   if (size > WORKFLOW_LIMITS.definitionBytes) {
     return [{ path: '', message: `the definition is ${size} bytes; at most ${WORKFLOW_LIMITS.definitionBytes} are allowed` }];
   }
-  let schema = schemas.get(context.kinds);
-  if (!schema) schemas.set(context.kinds, (schema = definitionSchema(context.kinds)));
-  const shape = schemaProblems(schema, definition, 'definition').map((d) => ({
+  const shape = schemaProblems(workflowDefinitionSchema(context.kinds), definition, 'definition').map((d) => ({
     ...d,
     path: d.path.replace(/^definition\.?/, '').replace(/\.(\d+)(?=\.|$)/g, '[$1]'),
     message: d.message.replace(/^definition\.?/, '').replace(/\.(\d+)(?=[. ]|$)/g, '[$1]'),
@@ -331,9 +336,7 @@ export function innerStepProblems(
   workflow: WorkflowDefinition,
   inner: { id: string; kinds: string[] },
 ): ErrorDetail[] {
-  let schema = schemas.get(context.kinds);
-  if (!schema) schemas.set(context.kinds, (schema = definitionSchema(context.kinds)));
-  const stepSchema = (schema.properties as { onFailure: JsonObject }).onFailure;
+  const stepSchema = (workflowDefinitionSchema(context.kinds).properties as { onFailure: JsonObject }).onFailure;
   const candidate = { id: inner.id, ...(step as JsonObject) };
   const shape = schemaProblems(stepSchema, candidate, at).map((d) => ({
     ...d,

@@ -7,9 +7,12 @@ import { SessionProvider, useSession } from './components/session-context';
 import { ApiKeysPage } from './pages/ApiKeysPage';
 import { ApprovalsPage } from './pages/ApprovalsPage';
 import { AgentsPage, AuditPage, ExecutionsPage, PluginsPage, UsersPage, WebhookPage, WebhooksPage } from './pages/ListPages';
+import { NewWorkflowPage } from './pages/DefinitionPages';
 import { RunPage } from './pages/RunPage';
-import { RunsPage } from './pages/RunsPage';
+import { RunLookupPage, RunsPage } from './pages/RunsPage';
+import { ServiceAccountPage, ServiceAccountsPage } from './pages/ServiceAccountsPage';
 import { SignInPage, SsoLandingPage } from './pages/SignInPage';
+import { TriggerPage } from './pages/TriggerPage';
 import { SubscriptionPage, WorkflowPage, WorkflowsPage } from './pages/WorkflowsPages';
 import { Session } from './session';
 import './styles.css';
@@ -41,16 +44,21 @@ function App() {
       {(
         [
           ['/runs', <RunsPage />],
+          ['/runs/:runId', <RunLookupPage />],
           ['/executions', <ExecutionsPage />],
           ['/workflows', <WorkflowsPage />],
+          ['/workflows/new', <NewWorkflowPage />],
           ['/workflows/:id', <WorkflowPage />],
           ['/workflows/:workflowId/runs/:runId', <RunPage />],
+          ['/workflows/:id/triggers/:tid', <TriggerPage />],
           ['/agents', <AgentsPage />],
           ['/approvals', <ApprovalsPage />],
           ['/plugins', <PluginsPage />],
           ['/webhooks', <WebhooksPage />],
           ['/webhooks/:id', <WebhookPage />],
           ['/api-keys', <ApiKeysPage />],
+          ['/service-accounts', <ServiceAccountsPage />],
+          ['/service-accounts/:id', <ServiceAccountPage />],
           ['/users', <UsersPage />],
           ['/audit', <AuditPage />],
           ['/subscription', <SubscriptionPage />],

@@ -61,6 +61,13 @@ export class Session {
     for (const listener of this.listeners) listener();
   }
 
+  /** A GET of a live stream (Server-Sent Events) with the session's token: EventSource cannot send one. */
+  stream(path: string, signal: AbortSignal, lastEventId?: string): Promise<Response> {
+    const headers: Record<string, string> = { Accept: 'text/event-stream' };
+    if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+    return this.send(new Request(`${window.location.origin}${path}`, { headers, signal }));
+  }
+
   private async send(request: Request): Promise<Response> {
     const retry = request.clone();
     if (!this.access && this.storage.getItem(REFRESH_KEY) && !isAuthRoute(request)) await this.refresh();

@@ -9,6 +9,7 @@ import { eventually } from '../support/eventually';
 import { FakeRemoteAgent, Route, startFakeRemoteAgent } from '../support/fake-remote-agent';
 import { startOidcProvider } from '../support/oidc-provider';
 import { bearer, createTestApp, PASSWORD, TestApp, TestOrg } from '../support/test-app';
+import { standardSigned } from '../triggers/support';
 
 const ROOT = join(__dirname, '../..');
 /** Screenshots of each page, kept by CI as artifacts (looked at, not compared). */
@@ -21,7 +22,7 @@ jest.setTimeout(90_000);
 interface RunBody {
   id: string;
   status: string;
-  steps: Array<{ id: string; status: string; output: unknown }>;
+  steps: Array<{ id: string; status: string; output: unknown; childRunId?: string }>;
 }
 
 /**
@@ -94,8 +95,8 @@ describe('web console', () => {
     );
 
   /** A new browser session, signed in through the console's form as `email`. */
-  const signedIn = async (email: string): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const signedIn = async (email: string, colorScheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme });
     // Shorter than the test's: a step that never happens fails with what Playwright waited for.
     context.setDefaultTimeout(15_000);
     const page = await context.newPage();
@@ -114,8 +115,14 @@ describe('web console', () => {
     const res = await fetch(`${base}/console/runs?status=failed`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
-    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
-    expect(await res.text()).toContain('<div id="root"></div>');
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self';");
+    // Styles the scripts add (the editor's) carry the page's nonce, a new one at each load.
+    const nonce = /style-src 'self' 'nonce-([A-Za-z0-9+/=]+)'/.exec(res.headers.get('content-security-policy')!)![1];
+    const html = await res.text();
+    expect(html).toContain('<div id="root"></div>');
+    expect(html).toContain(`<meta property="csp-nonce" nonce="${nonce}"`);
+    const again = await fetch(`${base}/console/`);
+    expect(again.headers.get('content-security-policy')).not.toContain(nonce);
     const missing = await fetch(`${base}/console/assets/missing.js`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: { code: 'NOT_FOUND', message: expect.any(String), status: 404 } });
@@ -222,6 +229,138 @@ describe('web console', () => {
     await card.waitFor({ state: 'detached' });
     const done = await runOnce(workflowId, waiting.id, (r) => r.status === 'succeeded');
     expect(done.steps[0].output).toMatchObject({ data: { approved: true, amount: 1200, note: 'ok by me' } });
+    await context.close();
+  });
+
+  it("edits a definition in the editor: the schema's problems as typed, the server's in place on save, then a new version", async () => {
+    const workflowId = await defined({ name: 'edit me', steps: [{ id: 'one', action: 'transform.jsonata', with: { expression: '1' } }] });
+    const { context, page } = await signedIn(org.admin.email, 'dark');
+    const refusedByPolicy: string[] = [];
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) refusedByPolicy.push(message.text());
+    });
+    await page.goto(`${base}/console/workflows/${workflowId}`);
+    const editor = page.getByRole('textbox', { name: 'Workflow definition (JSON)' });
+    await editor.waitFor();
+    await page.getByText('No problems found.').waitFor();
+    const save = page.getByRole('button', { name: 'Save as a new version' });
+    const replace = async (definition: unknown) => {
+      await editor.click();
+      await page.keyboard.press('ControlOrMeta+a');
+      await page.keyboard.press('Delete');
+      // One line: Chromium turns runs of typed spaces into no-break spaces, which JSON does not take.
+      await page.keyboard.insertText(JSON.stringify(definition));
+    };
+    const problems = page.getByRole('list', { name: 'Problems' });
+
+    // A shape the schema refuses: found as typed, in the text and in the list, and not sendable.
+    await replace({
+      name: 'edit me',
+      steps: [{ id: 'one', action: 'transform.jsonata', with: { expression: '1' }, retry: { maxAttempts: 0 } }],
+    });
+    await problems.getByRole('button', { name: /schema steps\[0\]\.retry\.maxAttempts/ }).waitFor();
+    expect(await save.isDisabled()).toBe(true);
+    expect(await page.locator('.cm-lintRange-error').count()).toBeGreaterThan(0);
+    // The editor's own styles applied under the policy (with the page's nonce): its gutter sits beside the text.
+    expect(
+      await page.locator('.cm-gutters').evaluate((gutters) => gutters.ownerDocument.defaultView!.getComputedStyle(gutters).display),
+    ).toBe('flex');
+    expect(refusedByPolicy).toEqual([]);
+    await shot(page, 'definition-editor-dark');
+
+    // What only the server knows (a step that is not there): sent, refused, and placed at its path.
+    await replace({ name: 'edit me', steps: [{ id: 'one', action: 'transform.jsonata', with: { expression: '1' }, needs: ['ghost'] }] });
+    await page.getByText('No problems found.').waitFor();
+    await save.click();
+    const serverProblem = problems.getByRole('button', { name: /server steps\[0\]\.needs\[0\]/ });
+    await serverProblem.waitFor();
+    expect(await serverProblem.textContent()).toContain("'ghost', which is not a step");
+    const versions = async () => (await t.http().get(`/api/workflows/${workflowId}`).set(bearer(org.admin))).body.version as number;
+    expect(await versions()).toBe(1);
+
+    await replace({ name: 'edited', steps: [{ id: 'two', action: 'transform.jsonata', with: { expression: '2' } }] });
+    await page.getByText('No problems found.').waitFor();
+    await save.click();
+    await page.getByRole('status').filter({ hasText: 'Saved as version 2' }).waitFor();
+    await page.getByRole('heading', { name: 'edited' }).waitFor();
+    const saved = (await t.http().get(`/api/workflows/${workflowId}`).set(bearer(org.admin))).body;
+    expect(saved).toMatchObject({
+      version: 2,
+      name: 'edited',
+      steps: [{ id: 'two', action: 'transform.jsonata', with: { expression: '2' } }],
+    });
+
+    // A member reads the definition and cannot change it.
+    const member = await signedIn(org.member.email);
+    await member.page.goto(`${base}/console/workflows/${workflowId}`);
+    await member.page.getByRole('textbox', { name: 'Workflow definition (JSON)' }).waitFor();
+    expect(await member.page.getByRole('button', { name: 'Save as a new version' }).count()).toBe(0);
+    expect(await member.page.getByRole('link', { name: 'New workflow' }).count()).toBe(0);
+    await member.context.close();
+    await context.close();
+  });
+
+  it('follows a waiting run on its event stream, finds runs by id, and reaches map items and child runs from the graph', async () => {
+    const child = await defined({
+      name: 'child',
+      steps: [{ id: 'double', action: 'transform.jsonata', with: { expression: 'input.order * 2' } }],
+    });
+    const parent = await defined({
+      name: 'parent',
+      steps: [
+        { id: 'each', map: { over: '[1, 2, 3]', step: { action: 'transform.jsonata', with: { expression: 'item * 10' }, input: '$' } } },
+        { id: 'call', workflow: child, needs: ['each'] },
+        { id: 'approve', wait: { for: 'approval' }, needs: ['call'] },
+      ],
+    });
+    const waiting = await run(parent, (r) => r.status === 'waiting');
+    const { context, page } = await signedIn(org.member.email, 'dark');
+    const streams: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().endsWith('/events')) streams.push(request.headers()['accept']);
+    });
+
+    // Found by its id on the runs page, alone.
+    await page.getByLabel('Run id').fill(waiting.id);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await eventually(async () => (await page.locator('tbody tr').count()) === 1, {
+      timeoutMs: 5000,
+      message: 'the runs page to show the one run',
+    });
+    await page.getByRole('link', { name: waiting.id }).waitFor();
+    await page.getByLabel('Run id').fill('not-an-id');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Run id is a UUID' }).waitFor();
+    await shot(page, 'runs-search-dark');
+
+    await page.getByRole('link', { name: waiting.id }).click();
+    await page.getByRole('heading', { name: /^Run .*waiting/ }).waitFor();
+    await page.getByRole('button', { name: 'Step each: succeeded' }).click();
+    const items = page.getByRole('table', { name: 'Items of step each' });
+    await items.getByRole('row').nth(3).waitFor();
+    expect(await items.getByRole('row').count()).toBe(4); // the header and three items
+    await shot(page, 'run-map-items');
+
+    // Answered elsewhere (here, the API): the page follows the run's event stream to the end.
+    await eventually(async () => streams.length > 0, { timeoutMs: 5000, message: 'the run page to open its event stream' });
+    expect(streams[0]).toBe('text/event-stream');
+    const answered = await t
+      .http()
+      .post(`/api/workflows/${parent}/runs/${waiting.id}/steps/approve/complete`)
+      .set(bearer(org.member))
+      .send({ data: { approved: true } });
+    expect(answered.status).toBe(200);
+    await page.getByRole('heading', { name: /^Run .*succeeded/ }).waitFor();
+
+    // The child run, from the step that started it, at its own workflow's URL.
+    await page.getByRole('button', { name: 'Step call: succeeded' }).click();
+    const childRun = await runOnce(parent, waiting.id, () => true);
+    const childRunId = childRun.steps.find((s) => s.id === 'call')!.childRunId!;
+    await page.getByRole('link', { name: childRunId }).click();
+    await page.waitForURL(`${base}/console/workflows/${child}/runs/${childRunId}`);
+    await page.getByRole('heading', { name: /^Run .*succeeded/ }).waitFor();
+    await page.getByRole('link', { name: waiting.id }).waitFor(); // "child of" the parent, linked back
+    await shot(page, 'run-child-dark');
     await context.close();
   });
 
@@ -386,5 +525,112 @@ describe('web console', () => {
     await member.page.goto(`${base}/console/users`);
     expect(await member.page.getByRole('alert').textContent()).toMatch(/^Not allowed here\./);
     await member.context.close();
+  });
+
+  it("makes a service account and its key (shown once, working as its role, rotated, revoked), and replays a trigger's received event as a second run", async () => {
+    const { context, page } = await signedIn(org.admin.email);
+    const menu = page.getByRole('navigation', { name: 'Main' });
+    const viaKey = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+    // A viewer service account, made in the console.
+    await menu.getByRole('link', { name: 'Service accounts', exact: true }).click();
+    await page.getByRole('heading', { name: 'Service accounts', exact: true }).waitFor();
+    await page.getByLabel('Name').fill('nightly export');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByRole('button', { name: 'Create service account' }).click();
+    await page.getByRole('heading', { name: 'Service account nightly export' }).waitFor();
+    expect(await page.locator('dl.facts').textContent()).toContain('viewer');
+
+    // Its key, shown once: it works as a viewer (reads, cannot write).
+    await page.getByLabel('Key name', { exact: true }).fill('export job');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const issued = page.getByRole('status', { name: 'New API key' });
+    await issued.waitFor();
+    const key = (await issued.locator('code.secret').textContent())!.trim();
+    expect(key).toMatch(/^plat_sa_/);
+    await page.getByRole('cell', { name: 'export job', exact: true }).waitFor();
+    await shot(page, 'service-account-key-issued');
+    expect((await t.http().get('/api/workflows').set(viaKey(key))).status).toBe(200);
+    const write = await t
+      .http()
+      .post('/api/workflows')
+      .set(viaKey(key))
+      .send({ name: 'not by a viewer', steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '1' } }] });
+    expect(write.status).toBe(403);
+    await issued.getByRole('button', { name: 'Done' }).click();
+    await page.reload();
+    await page.getByRole('cell', { name: 'export job', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(key);
+
+    // Rotated (no grace): a new secret shown once; the old one is refused, the new one works.
+    await page.getByRole('button', { name: 'Rotate export job' }).click();
+    await issued.waitFor();
+    const rotated = (await issued.locator('code.secret').textContent())!.trim();
+    expect(rotated).toMatch(/^plat_sa_/);
+    expect(rotated).not.toBe(key);
+    expect((await t.http().get('/api/workflows').set(viaKey(key))).status).toBe(401);
+    expect((await t.http().get('/api/workflows').set(viaKey(rotated))).status).toBe(200);
+
+    // Revoked: gone from the list, and refused.
+    await page.getByRole('button', { name: 'Revoke export job' }).click();
+    await page.getByText('It has no keys.').waitFor();
+    expect((await t.http().get('/api/workflows').set(viaKey(rotated))).status).toBe(401);
+    await shot(page, 'service-account');
+
+    // A webhook trigger, made through the API, fired once by a sender signing as Standard Webhooks do.
+    const workflowId = await defined({
+      name: 'invoice hook',
+      steps: [{ id: 'echo', action: 'transform.jsonata', with: { expression: '$' } }],
+      output: 'steps.echo.output',
+    });
+    const created = await t
+      .http()
+      .post(`/api/workflows/${workflowId}/triggers`)
+      .set(bearer(org.admin))
+      .send({ scheme: 'standard-webhooks', name: 'invoices' });
+    expect(created.status).toBe(201);
+    const trigger = created.body as { id: string; secret: string };
+    const payload = JSON.stringify({ type: 'invoice.paid', amount: 4200 });
+    const fired = await fetch(`${base}/api/hooks/${trigger.id}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...standardSigned(trigger.secret, payload) },
+      body: payload,
+    });
+    expect(fired.status).toBe(202);
+    const first = (await fired.json()) as { eventId: string; runId: string };
+
+    // The trigger's page, from its workflow's: its URL and scheme, the event, the request in full.
+    await menu.getByRole('link', { name: 'Workflows', exact: true }).click();
+    await page.getByRole('link', { name: 'invoice hook' }).click();
+    await page.getByRole('link', { name: 'invoices', exact: true }).click();
+    await page.getByRole('heading', { name: 'Trigger invoices' }).waitFor();
+    expect(await page.getByLabel('Trigger URL').textContent()).toBe(`${base}/api/hooks/${trigger.id}`);
+    await page.getByText('standard-webhooks', { exact: true }).waitFor();
+    const firstRow = page.getByRole('row').filter({ has: page.getByRole('cell', { name: first.eventId, exact: true }) });
+    await firstRow.getByRole('link', { name: first.runId }).waitFor();
+    await firstRow.getByRole('button', { name: `Show event ${first.eventId}` }).click();
+    const detail = page.getByRole('region', { name: `Event ${first.eventId}` });
+    expect(await detail.getByLabel('Body').textContent()).toContain('"amount": 4200');
+    expect(await detail.getByLabel('Headers').textContent()).toContain('"webhook-id"');
+    await shot(page, 'trigger');
+
+    // Replayed: a new run, named with a link to it, and a new event that replays the first.
+    await firstRow.getByRole('button', { name: `Replay event ${first.eventId}` }).click();
+    const replayed = page.getByRole('status').filter({ hasText: 'Replayed as run' });
+    await replayed.waitFor();
+    const runId = (await replayed.getByRole('link').textContent())!.trim();
+    expect(runId).not.toBe(first.runId);
+    const replayRow = page.getByRole('row').filter({ has: page.getByRole('link', { name: runId }) });
+    expect(await replayRow.textContent()).toContain(first.eventId);
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await shot(page, 'trigger-replayed');
+    const runs = await t.http().get(`/api/workflows/${workflowId}/runs?limit=100`).set(bearer(org.admin));
+    expect((runs.body.data as RunBody[]).map((r) => r.id).sort()).toEqual([first.runId, runId].sort());
+    const second = await runOnce(workflowId, runId, (r) => r.status === 'succeeded');
+    expect(second).toMatchObject({ input: { type: 'invoice.paid', amount: 4200 } });
+    await replayed.getByRole('link').click();
+    await page.getByRole('heading', { name: /^Run / }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/console/workflows/${workflowId}/runs/${runId}`);
+    await context.close();
   });
 });

@@ -1,15 +1,15 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { NavLink, useNavigate } from 'react-router';
 import { errorMessage } from '../session';
-import { useMe, useSession } from './session-context';
+import { useIsAdmin, useMe, useSession } from './session-context';
 
 export function Layout({ children }: { children: React.ReactNode }) {
   const { session } = useSession();
   const me = useMe();
   const navigate = useNavigate();
   const queries = useQueryClient();
-  // Users and the audit log are admins' (the API refuses others).
-  const admin = me.data?.user.role === 'admin';
+  // Users, service accounts and the audit log are admins' (the API refuses others).
+  const admin = useIsAdmin();
   const signOut = async () => {
     await session.signOut();
     queries.clear();
@@ -28,6 +28,7 @@ export function Layout({ children }: { children: React.ReactNode }) {
           <NavLink to="/plugins">Plugins</NavLink>
           <NavLink to="/webhooks">Webhooks</NavLink>
           <NavLink to="/api-keys">API keys</NavLink>
+          {admin && <NavLink to="/service-accounts">Service accounts</NavLink>}
           {admin && <NavLink to="/users">Users</NavLink>}
           {admin && <NavLink to="/audit">Audit log</NavLink>}
           <NavLink to="/subscription">License</NavLink>

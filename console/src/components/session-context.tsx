@@ -30,6 +30,11 @@ export function useMe() {
   });
 }
 
+/** Whether the signed-in user is an admin (defines workflows, manages users, service accounts, the audit log). */
+export function useIsAdmin(): boolean {
+  return useMe().data?.user.role === 'admin';
+}
+
 /** Whether the signed-in user's role may change runs (answer, retry, cancel): admins and members. */
 export function useCanOperate(): boolean {
   const role = useMe().data?.user.role;

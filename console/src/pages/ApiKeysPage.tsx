@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap, type Schemas } from '../../../clients/typescript/src/index';
+import { IssuedKey } from '../components/IssuedKey';
 import { ErrorNote } from '../components/Layout';
 import { useSession } from '../components/session-context';
 
@@ -9,7 +10,6 @@ export function ApiKeysPage() {
   const { session } = useSession();
   const queries = useQueryClient();
   const [issued, setIssued] = useState<Schemas['IssuedApiKeyResponse'] | null>(null);
-  const [copied, setCopied] = useState(false);
   const keys = useQuery({
     queryKey: ['my-api-keys'],
     queryFn: async () => unwrap(await session.client.GET('/api/auth/me/api-keys', { params: { query: { limit: 100 } } })),
@@ -18,7 +18,6 @@ export function ApiKeysPage() {
     mutationFn: async (name: string) => unwrap(await session.client.POST('/api/auth/me/api-keys', { body: { name } })),
     onSuccess: (key) => {
       setIssued(key);
-      setCopied(false);
       void queries.invalidateQueries({ queryKey: ['my-api-keys'] });
     },
   });
@@ -27,12 +26,6 @@ export function ApiKeysPage() {
       unwrap(await session.client.DELETE('/api/auth/me/api-keys/{keyId}', { params: { path: { keyId } } })),
     onSuccess: () => queries.invalidateQueries({ queryKey: ['my-api-keys'] }),
   });
-  const copy = async () => {
-    await navigator.clipboard.writeText(issued!.key).then(
-      () => setCopied(true),
-      () => setCopied(false),
-    );
-  };
   return (
     <section>
       <h1>My API keys</h1>
@@ -53,22 +46,7 @@ export function ApiKeysPage() {
         </button>
       </form>
       <ErrorNote error={create.error ?? revoke.error ?? keys.error} />
-      {issued && (
-        <div className="card issued" role="status" aria-label="New API key">
-          <p>
-            The key <strong>{issued.name}</strong>, shown this once: copy it now, it cannot be shown again.
-          </p>
-          <code className="secret">{issued.key}</code>
-          <div className="actions">
-            <button type="button" onClick={copy}>
-              {copied ? 'Copied' : 'Copy key'}
-            </button>
-            <button type="button" onClick={() => setIssued(null)}>
-              Done
-            </button>
-          </div>
-        </div>
-      )}
+      {issued && <IssuedKey issued={issued} onDone={() => setIssued(null)} />}
       <table>
         <caption className="sr-only">Your keys</caption>
         <thead>

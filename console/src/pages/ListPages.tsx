@@ -1,30 +1,28 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { Link, useParams, useSearchParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import { unwrap } from '../../../clients/typescript/src/index';
 import { ErrorNote, Status } from '../components/Layout';
-import { PagedTable, RunStatus, StatusSelect, when } from '../components/PagedTable';
-import { useMe, useSession } from '../components/session-context';
+import { PagedTable, when } from '../components/PagedTable';
+import { useIsAdmin, useSession } from '../components/session-context';
+import { HistoryFilters, useHistoryFilters } from '../components/HistoryFilters';
 
-/** Agent executions of the organization, newest first, by status. */
+/** Agent executions of the organization, newest first, by status, time range and id. */
 export function ExecutionsPage() {
   const { session } = useSession();
-  const [params, setParams] = useSearchParams();
-  const status = (params.get('status') ?? '') as RunStatus | '';
+  const filters = useHistoryFilters();
   return (
     <section>
       <h1>Executions</h1>
-      <form className="filters" onSubmit={(event) => event.preventDefault()}>
-        <StatusSelect value={status} onChange={(next) => setParams(next ? { status: next } : {})} />
-      </form>
+      <HistoryFilters filters={filters} idLabel="Execution id" />
       <PagedTable
         caption="Agent executions, newest first"
-        queryKey={['executions', status]}
+        queryKey={['executions', ...filters.key]}
         refetchMs={5000}
         empty="No executions match."
         fetchPage={async (cursor?: string) =>
           unwrap(
             await session.client.GET('/api/executions', {
-              params: { query: { limit: 50, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) } },
+              params: { query: { limit: 50, ...filters.query(), ...(cursor ? { cursor } : {}) } },
             }),
           )
         }
@@ -91,7 +89,7 @@ export function WebhooksPage() {
 export function WebhookPage() {
   const { id = '' } = useParams();
   const { session } = useSession();
-  const admin = useMe().data?.user.role === 'admin';
+  const admin = useIsAdmin();
   const queries = useQueryClient();
   const redeliver = useMutation({
     mutationFn: async (messageId: string) =>

@@ -1,9 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { unwrap, type Schemas } from '../../../clients/typescript/src/index';
 import { ApprovalForm } from '../components/ApprovalForm';
 import { ErrorNote, Json, Status } from '../components/Layout';
+import { useLiveStream } from '../components/live-stream';
+import { PagedTable, when } from '../components/PagedTable';
 import { RunGraphView } from '../components/RunGraphView';
 import { useApprovals, useCanOperate, useSession } from '../components/session-context';
 
@@ -20,9 +22,14 @@ export function RunPage() {
   const [selected, setSelected] = useState<string | null>(null);
   const [fromStep, setFromStep] = useState('');
 
+  const [live, setLive] = useState(true);
+  // Live: every transition on the run's event stream reads the run again; polled only while the stream is not open.
+  const streaming = useLiveStream(live ? `/api/workflows/${workflowId}/runs/${runId}/events` : null, () => {
+    void queries.invalidateQueries({ queryKey: ['run', workflowId, runId] });
+  });
   const run = useQuery({
     queryKey: ['run', workflowId, runId],
-    refetchInterval: (query) => (query.state.data && !LIVE.has(query.state.data.status) ? false : 2000),
+    refetchInterval: (query) => (streaming || (query.state.data && !LIVE.has(query.state.data.status)) ? false : 2000),
     queryFn: async () =>
       unwrap(await session.client.GET('/api/workflows/{id}/runs/{runId}', { params: { path: { id: workflowId, runId } } })),
   });
@@ -49,6 +56,10 @@ export function RunPage() {
     onSuccess: () => queries.invalidateQueries({ queryKey: ['run', workflowId, runId] }),
   });
 
+  useEffect(() => {
+    if (run.data) setLive(LIVE.has(run.data.status));
+  }, [run.data]);
+
   if (run.error) return <ErrorNote error={run.error} />;
   if (!run.data) return <p role="status">Loading…</p>;
   const current: Run = run.data;
@@ -68,7 +79,7 @@ export function RunPage() {
         {current.parentRunId ? (
           <>
             {' '}
-            · child of <code>{current.parentRunId}</code>
+            · child of <Link to={`/runs/${current.parentRunId}`}>{current.parentRunId}</Link>
           </>
         ) : null}
         {current.retriedBy ? (
@@ -142,6 +153,8 @@ export function RunPage() {
         </div>
         {step && (
           <StepDetails
+            workflowId={workflowId}
+            runId={runId}
             step={step}
             approval={approvals.data?.data.find((a) => a.runId === current.id && a.stepId === step.id)}
             canOperate={canOperate}
@@ -156,7 +169,19 @@ export function RunPage() {
   );
 }
 
-function StepDetails({ step, approval, canOperate }: { step: StepRun; approval?: Schemas['ApprovalResponse']; canOperate: boolean }) {
+function StepDetails({
+  workflowId,
+  runId,
+  step,
+  approval,
+  canOperate,
+}: {
+  workflowId: string;
+  runId: string;
+  step: StepRun;
+  approval?: Schemas['ApprovalResponse'];
+  canOperate: boolean;
+}) {
   return (
     <aside className="step" aria-label={`Step ${step.id}`}>
       <h2>
@@ -179,7 +204,7 @@ function StepDetails({ step, approval, canOperate }: { step: StepRun; approval?:
           <>
             <dt>Child run</dt>
             <dd>
-              <code>{step.childRunId}</code>
+              <Link to={`/runs/${step.childRunId}`}>{step.childRunId}</Link>
             </dd>
           </>
         ) : null}
@@ -201,11 +226,53 @@ function StepDetails({ step, approval, canOperate }: { step: StepRun; approval?:
         </p>
       )}
       {approval && canOperate && step.status === 'waiting' && <ApprovalForm approval={approval} />}
+      {step.items && <MapItems workflowId={workflowId} runId={runId} step={step} />}
       <h3>Input</h3>
       <Json value={step.input} label="Step input" />
       <h3>Output</h3>
       <Json value={step.output} label="Step output" />
     </aside>
+  );
+}
+
+/** A map step's items: counts by status, then each item's status, attempts, output and error, paged. */
+function MapItems({ workflowId, runId, step }: { workflowId: string; runId: string; step: StepRun }) {
+  const { session } = useSession();
+  const counts = Object.entries(step.items ?? {}).filter(([, n]) => typeof n === 'number' && n > 0);
+  return (
+    <>
+      <h3>Items</h3>
+      <p>{counts.map(([status, n]) => `${n} ${status}`).join(' · ') || 'none yet'}</p>
+      <PagedTable
+        caption={`Items of step ${step.id}`}
+        queryKey={['items', runId, step.id, step.status, step.attempts]}
+        cursorParam="items"
+        empty="No items."
+        rowKey={(item) => String(item.index)}
+        fetchPage={async (cursor?: string) =>
+          unwrap(
+            await session.client.GET('/api/workflows/{id}/runs/{runId}/steps/{stepId}/items', {
+              params: { path: { id: workflowId, runId, stepId: step.id }, query: { limit: 50, ...(cursor ? { cursor } : {}) } },
+            }),
+          )
+        }
+        columns={[
+          { header: 'Item', cell: (item) => item.index },
+          { header: 'Status', cell: (item) => <Status status={item.status} /> },
+          { header: 'Attempts', cell: (item) => item.attempts },
+          { header: 'Finished', cell: (item) => when(item.finishedAt) },
+          {
+            header: 'Output or error',
+            cell: (item) =>
+              item.error ? (
+                <span className="error">{String(item.error.message ?? item.error.code ?? '')}</span>
+              ) : (
+                <code>{item.output === undefined || item.output === null ? '—' : JSON.stringify(item.output).slice(0, 120)}</code>
+              ),
+          },
+        ]}
+      />
+    </>
   );
 }
 

@@ -1,70 +1,37 @@
-import { Link, useSearchParams } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
+import { Link, Navigate, useParams, useSearchParams } from 'react-router';
 import { unwrap } from '../../../clients/typescript/src/index';
-import { Status } from '../components/Layout';
-import { PagedTable, RunStatus, StatusSelect, when } from '../components/PagedTable';
+import { HistoryFilters, useHistoryFilters } from '../components/HistoryFilters';
+import { ErrorNote, Status } from '../components/Layout';
+import { PagedTable, when } from '../components/PagedTable';
 import { useSession } from '../components/session-context';
 
-const RANGES: Record<string, number | null> = {
-  'last hour': 3600_000,
-  'last 24 hours': 86_400_000,
-  'last 7 days': 7 * 86_400_000,
-  'any time': null,
-};
-
 /**
- * Workflow runs of the organization, newest first: filtered by status, time range and workflow,
- * paged by the API's cursor (so a page costs the same at a million runs), all in the URL so a
- * view can be shared. The page refreshes itself every few seconds while it is open.
+ * Workflow runs of the organization, newest first: filtered by status, time range, id and
+ * workflow, paged by the API's cursor (so a page costs the same at a million runs), all in the
+ * URL so a view can be shared. The page refreshes itself every few seconds while it is open.
  */
 export function RunsPage() {
   const { session } = useSession();
-  const [params, setParams] = useSearchParams();
-  const status = (params.get('status') ?? '') as RunStatus | '';
-  const range = params.get('range') ?? 'any time';
+  const [params] = useSearchParams();
+  const filters = useHistoryFilters();
   const workflowId = params.get('workflowId') ?? undefined;
-  /** A filter changed: back to the first page. */
-  const set = (key: string, value: string | null) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    next.delete('cursor');
-    setParams(next);
-  };
   return (
     <section>
       <h1>Runs</h1>
-      <form className="filters" onSubmit={(event) => event.preventDefault()}>
-        <StatusSelect value={status} onChange={(next) => set('status', next || null)} />
-        <label>
-          Started
-          <select value={range} onChange={(event) => set('range', event.target.value === 'any time' ? null : event.target.value)}>
-            {Object.keys(RANGES).map((r) => (
-              <option key={r}>{r}</option>
-            ))}
-          </select>
-        </label>
-      </form>
+      <HistoryFilters filters={filters} idLabel="Run id" />
       <PagedTable
         caption="Runs, newest first"
-        queryKey={['runs', status, range, workflowId]}
+        queryKey={['runs', ...filters.key, workflowId]}
         refetchMs={5000}
         empty="No runs match."
-        fetchPage={async (cursor?: string) => {
-          const since = RANGES[range] ? new Date(Date.now() - RANGES[range]!).toISOString() : undefined;
-          return unwrap(
+        fetchPage={async (cursor?: string) =>
+          unwrap(
             await session.client.GET('/api/runs', {
-              params: {
-                query: {
-                  limit: 50,
-                  ...(status ? { status } : {}),
-                  ...(since ? { since } : {}),
-                  ...(workflowId ? { workflowId } : {}),
-                  ...(cursor ? { cursor } : {}),
-                },
-              },
+              params: { query: { limit: 50, ...filters.query(), ...(workflowId ? { workflowId } : {}), ...(cursor ? { cursor } : {}) } },
             }),
-          );
-        }}
+          )
+        }
         columns={[
           { header: 'Run', cell: (run) => <Link to={`/workflows/${run.workflowId}/runs/${run.id}`}>{run.id}</Link> },
           { header: 'Status', cell: (run) => <Status status={run.status} /> },
@@ -75,4 +42,19 @@ export function RunsPage() {
       />
     </section>
   );
+}
+
+/** `/runs/:runId`: a run known by its id alone (a child or parent run), opened at its workflow's URL. */
+export function RunLookupPage() {
+  const { runId = '' } = useParams();
+  const { session } = useSession();
+  const found = useQuery({
+    queryKey: ['run-by-id', runId],
+    queryFn: async () => unwrap(await session.client.GET('/api/runs', { params: { query: { id: runId, limit: 1 } } })),
+  });
+  if (found.error) return <ErrorNote error={found.error} />;
+  if (!found.data) return <p role="status">Looking the run up…</p>;
+  const run = found.data.data[0];
+  if (!run) return <p role="alert">No run {runId} in this organization.</p>;
+  return <Navigate to={`/workflows/${run.workflowId}/runs/${run.id}`} replace />;
 }

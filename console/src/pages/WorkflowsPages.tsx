@@ -5,13 +5,20 @@ import { unwrap } from '../../../clients/typescript/src/index';
 import { ErrorNote, Json } from '../components/Layout';
 import { PagedTable, when } from '../components/PagedTable';
 import { SchemaForm } from '../components/SchemaForm';
-import { useCanOperate, useSession } from '../components/session-context';
+import { useCanOperate, useIsAdmin, useSession } from '../components/session-context';
+import { DefinitionSection } from './DefinitionPages';
 
 export function WorkflowsPage() {
   const { session } = useSession();
+  const admin = useIsAdmin();
   return (
     <section>
       <h1>Workflows</h1>
+      {admin && (
+        <p>
+          <Link to="/workflows/new">New workflow</Link>
+        </p>
+      )}
       <PagedTable
         caption="Workflows"
         queryKey={['workflows']}
@@ -103,7 +110,7 @@ export function WorkflowPage() {
           )
         }
         columns={[
-          { header: 'Name', cell: (t) => t.name },
+          { header: 'Name', cell: (t) => <Link to={`/workflows/${id}/triggers/${t.id}`}>{t.name ?? t.id}</Link> },
           { header: 'URL', cell: (t) => <code>{t.url}</code> },
           { header: 'Scheme', cell: (t) => t.scheme },
           { header: 'Enabled', cell: (t) => (t.enabled ? 'yes' : 'no') },
@@ -129,18 +136,7 @@ export function WorkflowPage() {
         ]}
       />
       <CompareVersions workflowId={id} />
-      <h2>Definition</h2>
-      <Json
-        value={{
-          name: w.name,
-          description: w.description,
-          inputSchema: w.inputSchema,
-          steps: w.steps,
-          output: w.output,
-          timeoutMs: w.timeoutMs,
-        }}
-        label="Definition"
-      />
+      <DefinitionSection workflow={w} />
     </section>
   );
 }

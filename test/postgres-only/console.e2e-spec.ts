@@ -19,6 +19,14 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 jest.setTimeout(90_000);
 
+/** What the accessibility test uses of axe-core in the page. */
+interface AxeLike {
+  run(
+    context: unknown,
+    options: { runOnly: { type: 'tag'; values: string[] } },
+  ): Promise<{ violations: Array<{ id: string; nodes: Array<{ target: string[] }> }>; passes: Array<{ id: string }> }>;
+}
+
 interface RunBody {
   id: string;
   status: string;
@@ -95,8 +103,11 @@ describe('web console', () => {
     );
 
   /** A new browser session, signed in through the console's form as `email`. */
-  const signedIn = async (email: string, colorScheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme });
+  const signedIn = async (
+    email: string,
+    options: { colorScheme?: 'light' | 'dark'; bypassCSP?: boolean } = {},
+  ): Promise<{ context: BrowserContext; page: Page }> => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light', ...options });
     // Shorter than the test's: a step that never happens fails with what Playwright waited for.
     context.setDefaultTimeout(15_000);
     const page = await context.newPage();
@@ -234,7 +245,7 @@ describe('web console', () => {
 
   it("edits a definition in the editor: the schema's problems as typed, the server's in place on save, then a new version", async () => {
     const workflowId = await defined({ name: 'edit me', steps: [{ id: 'one', action: 'transform.jsonata', with: { expression: '1' } }] });
-    const { context, page } = await signedIn(org.admin.email, 'dark');
+    const { context, page } = await signedIn(org.admin.email, { colorScheme: 'dark' });
     const refusedByPolicy: string[] = [];
     page.on('console', (message) => {
       if (message.text().includes('Content Security Policy')) refusedByPolicy.push(message.text());
@@ -314,7 +325,7 @@ describe('web console', () => {
       ],
     });
     const waiting = await run(parent, (r) => r.status === 'waiting');
-    const { context, page } = await signedIn(org.member.email, 'dark');
+    const { context, page } = await signedIn(org.member.email, { colorScheme: 'dark' });
     const streams: string[] = [];
     page.on('request', (request) => {
       if (request.url().endsWith('/events')) streams.push(request.headers()['accept']);
@@ -448,6 +459,54 @@ describe('web console', () => {
     } finally {
       await idp.close();
     }
+  });
+
+  it('meets WCAG 2 A and AA on every page, in light and dark (axe-core)', async () => {
+    const workflowId = await defined({
+      name: 'checked',
+      steps: [{ id: 'only', action: 'transform.jsonata', with: { expression: '$error("no")' } }],
+    });
+    const failed = await run(workflowId, (r) => r.status === 'failed');
+    const paths = [
+      'runs',
+      `workflows/${workflowId}/runs/${failed.id}`,
+      'executions',
+      'approvals',
+      'workflows',
+      `workflows/${workflowId}`,
+      'agents',
+      'plugins',
+      'webhooks',
+      'api-keys',
+      'service-accounts',
+      'users',
+      'audit',
+      'subscription',
+    ];
+    const found: string[] = [];
+    for (const colorScheme of ['light', 'dark'] as const) {
+      // axe-core is added to each page as a script, which the console's policy would refuse.
+      const { context, page } = await signedIn(org.admin.email, { colorScheme, bypassCSP: true });
+      for (const path of paths) {
+        await page.goto(`${base}/console/${path}`);
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await page.waitForLoadState('networkidle');
+        await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+        const checked = await page.evaluate(async () => {
+          const { axe, document } = globalThis as unknown as { axe: AxeLike; document: unknown };
+          const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+          return {
+            violations: result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+            passed: result.passes.map((p) => p.id),
+          };
+        });
+        // The checks ran: text was measured for contrast, and form fields for their labels.
+        expect(checked.passed).toEqual(expect.arrayContaining(['color-contrast']));
+        found.push(...checked.violations.map((v) => `${colorScheme} /console/${path} ${v}`));
+      }
+      await context.close();
+    }
+    expect(found).toEqual([]);
   });
 
   it("opens every page from the menu as an admin, each with what the API lists; a member's menu has no users or audit log", async () => {

@@ -15024,16 +15024,16 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page */
                 cursor?: string;
+                /** @description Only records created at or after this time */
+                since?: string;
+                /** @description Only records created before this time */
+                until?: string;
                 /** @description Only events of this action */
                 action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
                 /** @description Only events by this user, service account or key */
                 actorId?: string;
                 /** @description Only events about this object (its id: a UUID, a plugin's slug) */
                 targetId?: string;
-                /** @description Only events at or after this time */
-                since?: string;
-                /** @description Only events before this time */
-                until?: string;
             };
             header?: never;
             path?: never;
@@ -15108,16 +15108,16 @@ export interface operations {
     AuditEventsController_export: {
         parameters: {
             query: {
+                /** @description Only records created at or after this time */
+                since?: string;
+                /** @description Only records created before this time */
+                until?: string;
                 /** @description Only events of this action */
                 action?: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
                 /** @description Only events by this user, service account or key */
                 actorId?: string;
                 /** @description Only events about this object (its id: a UUID, a plugin's slug) */
                 targetId?: string;
-                /** @description Only events at or after this time */
-                since?: string;
-                /** @description Only events before this time */
-                until?: string;
                 /** @description CSV with a header row, or one JSON object a line */
                 format: "csv" | "jsonl";
             };

@@ -39,11 +39,11 @@ export function useHistoryFilters() {
     setParams(next);
   };
   const query = (): HistoryQuery => {
-    const window = RANGES[range];
+    const recentMs = RANGES[range];
     const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
     return {
       ...(get('status') ? { status: get('status') as RunStatus } : {}),
-      ...(window ? { since: new Date(Date.now() - window).toISOString() } : {}),
+      ...(recentMs ? { since: new Date(Date.now() - recentMs).toISOString() } : {}),
       ...(range === 'between' && get('from') ? { since: iso(get('from')) } : {}),
       ...(range === 'between' && get('to') ? { until: iso(get('to')) } : {}),
       ...(get('id') ? { id: get('id') } : {}),

@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { unwrap, type Schemas } from '../../../clients/typescript/src/index';
 import { ApprovalForm } from '../components/ApprovalForm';
@@ -22,13 +22,15 @@ export function RunPage() {
   const [selected, setSelected] = useState<string | null>(null);
   const [fromStep, setFromStep] = useState('');
 
-  const [live, setLive] = useState(true);
-  // Live: every transition on the run's event stream reads the run again; polled only while the stream is not open.
-  const streaming = useLiveStream(live ? `/api/workflows/${workflowId}/runs/${runId}/events` : null, () => {
-    void queries.invalidateQueries({ queryKey: ['run', workflowId, runId] });
+  const key = ['run', workflowId, runId];
+  // Live: once read and while not final, every transition on the run's event stream reads the
+  // run again; it is polled only while the stream is not open.
+  const last = queries.getQueryData<Run>(key);
+  const streaming = useLiveStream(last && LIVE.has(last.status) ? `/api/workflows/${workflowId}/runs/${runId}/events` : null, () => {
+    void queries.invalidateQueries({ queryKey: key });
   });
   const run = useQuery({
-    queryKey: ['run', workflowId, runId],
+    queryKey: key,
     refetchInterval: (query) => (streaming || (query.state.data && !LIVE.has(query.state.data.status)) ? false : 2000),
     queryFn: async () =>
       unwrap(await session.client.GET('/api/workflows/{id}/runs/{runId}', { params: { path: { id: workflowId, runId } } })),
@@ -53,12 +55,8 @@ export function RunPage() {
         }),
       );
     },
-    onSuccess: () => queries.invalidateQueries({ queryKey: ['run', workflowId, runId] }),
+    onSuccess: () => queries.invalidateQueries({ queryKey: key }),
   });
-
-  useEffect(() => {
-    if (run.data) setLive(LIVE.has(run.data.status));
-  }, [run.data]);
 
   if (run.error) return <ErrorNote error={run.error} />;
   if (!run.data) return <p role="status">Loading…</p>;

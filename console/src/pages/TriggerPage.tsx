@@ -67,8 +67,14 @@ export function TriggerPage() {
           <>
             <dt>Signature</dt>
             <dd>
-              header <code>{t.signatureHeader ?? 'X-Hub-Signature-256'}</code>, {t.signatureEncoding ?? 'hex'}, prefix{' '}
-              <code>{t.signaturePrefix ?? 'sha256='}</code>
+              header <code>{t.signatureHeader}</code>, {t.signatureEncoding},{' '}
+              {t.signaturePrefix ? (
+                <>
+                  prefix <code>{t.signaturePrefix}</code>
+                </>
+              ) : (
+                'no prefix'
+              )}
             </dd>
           </>
         )}

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsISO8601, IsString, Max, MaxLength, Min } from 'class-validator';
 import { Optional } from '../http/optional.decorator';
@@ -19,8 +19,8 @@ export class PageQuery {
   cursor?: string;
 }
 
-/** A history's page with its time range: records created at or after `since` and before `until`. */
-export class HistoryPageQuery extends PageQuery {
+/** A time range: records created (or, for audit events, that occurred) at or after `since` and before `until`. */
+export class TimeRangeQuery {
   @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only records created at or after this time' })
   @Optional()
   @IsISO8601({ strict: true })
@@ -32,8 +32,11 @@ export class HistoryPageQuery extends PageQuery {
   until?: string;
 }
 
-/** The time range of a history query as dates, for the repositories' filters. */
-export function timeRange(query: HistoryPageQuery): { since?: Date; until?: Date } {
+/** A history's page (runs, executions) with its time range. */
+export class HistoryPageQuery extends IntersectionType(PageQuery, TimeRangeQuery) {}
+
+/** The time range of a query as dates, for the repositories' filters. */
+export function timeRange(query: TimeRangeQuery): { since?: Date; until?: Date } {
   return {
     since: query.since ? new Date(query.since) : undefined,
     until: query.until ? new Date(query.until) : undefined,

@@ -1,15 +1,15 @@
 import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
-import { IsIn, IsInt, IsISO8601, IsString, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, MaxLength } from 'class-validator';
 import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
-import { PageQuery } from '../../../shared/pagination/page-query.dto';
+import { PageQuery, timeRange, TimeRangeQuery } from '../../../shared/pagination/page-query.dto';
 import { AuditEvent, AuditFilters, ChainCheck, presented } from '../domain/audit-event';
 
 const ACTIONS = Object.keys(AUDIT_ACTIONS);
 
 /** The filters of the list and of the export. */
-class AuditFilterQuery {
+class AuditFilterQuery extends TimeRangeQuery {
   @ApiPropertyOptional({ enum: ACTIONS, description: 'Only events of this action' })
   @Optional()
   @IsIn(ACTIONS)
@@ -25,16 +25,6 @@ class AuditFilterQuery {
   @IsString()
   @MaxLength(200)
   targetId?: string;
-
-  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Only events at or after this time' })
-  @Optional()
-  @IsISO8601({ strict: true })
-  since?: string;
-
-  @ApiPropertyOptional({ example: '2026-02-01T00:00:00Z', description: 'Only events before this time' })
-  @Optional()
-  @IsISO8601({ strict: true })
-  until?: string;
 }
 
 export class AuditEventQuery extends IntersectionType(PageQuery, AuditFilterQuery) {}
@@ -47,8 +37,8 @@ export class AuditExportQuery extends AuditFilterQuery {
 
 /** The query's filters as the service takes them. */
 export function filtersOf(query: AuditFilterQuery): AuditFilters {
-  const { action, actorId, targetId, since, until } = query;
-  return { action, actorId, targetId, since: since ? new Date(since) : undefined, until: until ? new Date(until) : undefined };
+  const { action, actorId, targetId } = query;
+  return { action, actorId, targetId, ...timeRange(query) };
 }
 
 class AuditActorResponse {

@@ -114,7 +114,7 @@ export class ChainCheckResponse {
 }
 
 export class AuditRetentionRequest {
-  @ApiProperty({ example: 365, description: 'Days events are kept: from 30 to the instance\'s AUDIT_RETENTION_DAYS' })
+  @ApiProperty({ example: 365, description: "Days events are kept: from 30 to the instance's AUDIT_RETENTION_DAYS" })
   @IsInt()
   retentionDays!: number;
 }

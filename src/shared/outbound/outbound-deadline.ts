@@ -18,16 +18,6 @@ export async function withDeadline<T>(timeoutMs: number, callerSignal: AbortSign
   }
 }
 
-/** Settles like `promise`, or rejects with the signal's reason as soon as it aborts. */
-export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    void promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
 function aborted(): OutboundError {
   return new OutboundError('ABORTED', 'The request was aborted');
 }

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { untilAborted } from '../async/until-aborted';
 import { allows, isForbiddenAddress } from './address-policy';
-import { unlessAborted } from './outbound-deadline';
 import { type AllowList, OutboundError, type Resolver } from './outbound-http.types';
 
 export interface ResolvedAddress {
@@ -62,7 +62,7 @@ export async function resolveTarget(url: URL, allowList: AllowList, resolver: Re
 async function resolve(hostname: string, resolver: Resolver, signal: AbortSignal): Promise<ResolvedAddress[]> {
   let answers: Awaited<ReturnType<Resolver>>;
   try {
-    answers = await unlessAborted(resolver(hostname), signal);
+    answers = await untilAborted(resolver(hostname), signal);
   } catch (error) {
     if (error instanceof OutboundError) throw error;
     const code = (error as NodeJS.ErrnoException).code;

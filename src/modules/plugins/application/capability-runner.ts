@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { untilAborted } from '../../../shared/async/until-aborted';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { canceled, failed, Outcome } from '../../../shared/jobs/outcome';
 import { AgentLoopPorts } from '../domain/agent-loop';
@@ -139,14 +140,4 @@ export class PluginConfigs {
     }
     return config;
   }
-}
-
-/** Settles with the work, or rejects as soon as the signal aborts (a plugin that ignores it is left behind). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { DataSource } from 'typeorm';
 import { install, registerAgent } from './support/agents';
 import { expectError } from './support/envelope';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
@@ -215,6 +216,41 @@ describe('the platform as an MCP server (/api/mcp)', () => {
     expect(plain.status).toBe(200);
     expect(plain.headers['content-type']).toMatch(/^application\/json/);
     expect(plain.body.result.tools.map((tool: { name: string }) => tool.name)).toContain('workflow_shout_it');
+  });
+
+  it('refuses a JSON-RPC batch with a JSON-RPC error and 400, and starts none of its calls', async () => {
+    const db = t.app.get(DataSource);
+    const count = async (table: string, column: string, id: string) =>
+      Number((await db.query(`SELECT count(*) AS n FROM ${table} WHERE ${column} = $1`, [id]))[0].n);
+    const before = {
+      runs: await count('workflow_runs', 'workflow_id', ids.shout),
+      executions: await count('agent_executions', 'agent_id', ids.agent),
+    };
+    const calls = Array.from({ length: 100 }, (_, i) => ({
+      jsonrpc: '2.0',
+      id: i + 1,
+      method: 'tools/call',
+      params:
+        i % 2 ? { name: 'workflow_shout_it', arguments: { text: 'batched' } } : { name: 'agent_upper', arguments: { text: 'batched' } },
+    }));
+
+    const res = await t.http().post('/api/mcp').set(bearer(org.member)).set('Accept', 'application/json, text/event-stream').send(calls);
+
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringContaining('one JSON-RPC message per request') as unknown },
+    });
+    expect({
+      runs: await count('workflow_runs', 'workflow_id', ids.shout),
+      executions: await count('agent_executions', 'agent_id', ids.agent),
+    }).toEqual(before);
+    // A batch of one is a batch too.
+    const one = await t.http().post('/api/mcp').set(bearer(org.member)).send([calls[1]]);
+    expect(one.status).toBe(400);
+    expect(one.body.error.code).toBe(-32600);
   });
 
   it('checks the mcp field at save', async () => {

@@ -1656,7 +1656,7 @@ export interface paths {
         /** Not served (405, `Allow: POST`): a stateless MCP server opens no server-to-client stream */
         get: operations["McpController_stream"];
         put?: never;
-        /** MCP (Streamable HTTP, stateless): JSON-RPC `initialize`, `tools/list`, `tools/call` over the exposed workflows and agents. tools/list shows workflows with `workflows:read` and agents with `agents:read`; tools/call needs `workflows:run` or `agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...` */
+        /** MCP (Streamable HTTP, stateless): JSON-RPC `initialize`, `tools/list`, `tools/call` over the exposed workflows and agents. tools/list shows workflows with `workflows:read` and agents with `agents:read`; tools/call needs `workflows:run` or `agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...`. One message per POST: a JSON-RPC batch (an array) is answered 400 with the JSON-RPC error -32600 and none of it is handled */
         post: operations["McpController_handle"];
         /** Not served (405, `Allow: POST`): a stateless MCP server has no session to end */
         delete: operations["McpController_endSession"];

@@ -1,6 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Logger, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { AnyRole, CurrentPrincipal, RequiresAnyScope } from '../../../shared/auth/access.decorators';
 import { Principal } from '../../../shared/auth/principal';
@@ -11,26 +12,44 @@ import { McpChallengeFilter } from './mcp-challenge.filter';
 import { mcpServerFor } from './mcp-protocol';
 
 /**
- * A body that is not a JSON-RPC 2.0 message (or a batch of them) is refused here, in the
- * service's envelope; what is one gets MCP's own answers, errors included, from the SDK.
+ * A body that is not a JSON-RPC 2.0 message is refused here, in the service's envelope; what is
+ * one gets MCP's own answers, errors included, from the SDK. (A batch is refused before, by
+ * `refusesBatch`.)
  */
 function assertJsonRpc(body: unknown): void {
-  const messages = Array.isArray(body) ? body : [body];
-  const isMessage = (m: unknown) =>
-    typeof m === 'object' &&
-    m !== null &&
-    (m as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
-    (typeof (m as { method?: unknown }).method === 'string' || 'result' in m || 'error' in m);
-  if (messages.length && messages.every(isMessage)) return;
-  throw new DomainError('VALIDATION_FAILED', 'The body must be a JSON-RPC 2.0 message of MCP (or a batch of them)', [
+  const isMessage =
+    typeof body === 'object' &&
+    body !== null &&
+    (body as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
+    (typeof (body as { method?: unknown }).method === 'string' || 'result' in body || 'error' in body);
+  if (isMessage) return;
+  throw new DomainError('VALIDATION_FAILED', 'The body must be a JSON-RPC 2.0 message of MCP', [
     { path: 'body', message: 'body must have jsonrpc "2.0" and a method (or a result or error)' },
   ]);
 }
 
-/** Whether a message of the body asks for progress notifications (`params._meta.progressToken`). */
+/**
+ * MCP has had no JSON-RPC batches since its protocol version 2025-06-18. One POST is one
+ * message, so that one request is one call against the rate limit: a batch is answered 400
+ * with the JSON-RPC error for an invalid request (what the SDK answers a body it cannot read,
+ * so an MCP client reads it as one), and none of its messages is handled.
+ */
+function refusesBatch(body: unknown, res: Response): boolean {
+  if (!Array.isArray(body)) return false;
+  res.status(400).json({
+    jsonrpc: '2.0',
+    id: null,
+    error: {
+      code: ErrorCode.InvalidRequest,
+      message: 'Invalid Request: JSON-RPC batches are not part of MCP; send one JSON-RPC message per request',
+    },
+  });
+  return true;
+}
+
+/** Whether the message asks for progress notifications (`params._meta.progressToken`). */
 function asksForProgress(body: unknown): boolean {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
+  return (body as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
 }
 
 function onlyPost(): never {
@@ -67,12 +86,14 @@ export class McpController {
     summary:
       'MCP (Streamable HTTP, stateless): JSON-RPC `initialize`, `tools/list`, `tools/call` over the exposed workflows and agents. ' +
       'tools/list shows workflows with `workflows:read` and agents with `agents:read`; tools/call needs `workflows:run` or ' +
-      '`agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...`',
+      '`agents:execute` (without it: a tool result with isError). 401 carries `WWW-Authenticate: Bearer resource_metadata=...`. ' +
+      'One message per POST: a JSON-RPC batch (an array) is answered 400 with the JSON-RPC error -32600 and none of it is handled',
   })
-  @ApiBody({ schema: { type: 'object', description: 'A JSON-RPC 2.0 message (or batch) of MCP', additionalProperties: true } })
+  @ApiBody({ schema: { type: 'object', description: 'One JSON-RPC 2.0 message of MCP (a batch is refused)', additionalProperties: true } })
   @ApiOkResponse({ description: 'A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream)' })
   @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED')
   async handle(@CurrentPrincipal() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
+    if (refusesBatch(req.body, res)) return;
     assertJsonRpc(req.body);
     const requestId = (req as Request & { id?: string }).id ?? 'unknown';
     const server = mcpServerFor(caller, this.tools, requestId, this.logger);

@@ -10,6 +10,7 @@ import { ConfigError, parseEnvironment } from './config/environment';
 import { startupLine } from './config/startup-line';
 import { DataFolderInUseError } from './database/embedded-postgres';
 import { LicensingService } from './modules/licensing/application/licensing.service';
+import { ProcessFailures } from './modules/operations/process-failures';
 import { ShutdownDrain } from './modules/operations/shutdown-drain';
 
 async function bootstrap(): Promise<void> {
@@ -27,6 +28,8 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.http.port, config.http.host);
   const trial = config.trial ? (await app.get(LicensingService).state()).trial : null;
   new Logger('Platform').log(startupLine(config, (app.getHttpServer() as Server).address(), trial));
+  // Only now: until here an unexpected failure is a failed boot, and it ends the process.
+  app.get(ProcessFailures).watch();
 }
 
 /**

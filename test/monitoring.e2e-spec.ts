@@ -21,6 +21,7 @@ const ALERTS = [
   'PlatformWebhookEndpointDisabled',
   'PlatformLicenseExpiring',
   'PlatformDeadTuplesHigh',
+  'PlatformUnhandledRejection',
 ];
 
 interface Panel {
@@ -214,7 +215,7 @@ describe('monitoring: the dashboard and the alert rules', () => {
     expect(queries.some((q) => q.expr.includes('rate_limit_refusals_total{organization=~"$organization"}'))).toBe(true);
   });
 
-  it('has the six alerts, each with a severity and a summary, on the scrape jobs prometheus.yml defines', () => {
+  it('has the seven alerts, each with a severity and a summary, on the scrape jobs prometheus.yml defines', () => {
     const rules = alerts.groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.alert).sort()).toEqual([...ALERTS].sort());
     for (const rule of rules) {

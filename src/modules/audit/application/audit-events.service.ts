@@ -253,18 +253,24 @@ const CSV_COLUMNS: Array<[string, (event: AuditEvent) => unknown]> = [
   ['hash', (e) => e.hash],
 ];
 
-/**
- * One CSV record (RFC 4180): every field quoted, quotes doubled. A text that a spreadsheet
- * would take for a formula (=, +, -, @, a tab or a carriage return first) gets a leading `'`.
- */
+/** One CSV record (RFC 4180), a field per column of CSV_COLUMNS. */
 function csvLine(event: AuditEvent): string {
-  const cell = (value: unknown) => {
-    if (value === null || value === undefined) return '';
-    let text = String(value);
-    if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-    return `"${text.replace(/"/g, '""')}"`;
-  };
-  return `${CSV_COLUMNS.map(([, read]) => cell(read(event))).join(',')}\r\n`;
+  return `${CSV_COLUMNS.map(([, read]) => csvCell(read(event))).join(',')}\r\n`;
+}
+
+/**
+ * A text a spreadsheet would take for a formula: a tab or a carriage return first, or one of
+ * = + - @ or their full-width forms (＝ ＋ － ＠, which spreadsheets also read as operators) first
+ * or after leading whitespace (some spreadsheets trim it before they look).
+ */
+const FORMULA_START = /^(?:[\t\r]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
+
+/** One CSV field: quoted, quotes doubled, and a text that would start a formula gets a leading `'`. */
+export function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  let text = String(value);
+  if (typeof value === 'string' && FORMULA_START.test(text)) text = `'${text}`;
+  return `"${text.replace(/"/g, '""')}"`;
 }
 
 /** The seals of `events` (oldest first), each chained to its organization's head or the one sealed before it. */

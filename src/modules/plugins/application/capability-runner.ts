@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { untilAborted } from '../../../shared/async/until-aborted';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { canceled, failed, Outcome } from '../../../shared/jobs/outcome';
+import { storable, storableText } from '../../../shared/json/storable';
 import { AgentLoopPorts } from '../domain/agent-loop';
 import { ExecutionError, installationSlug, PluginLogger } from '../domain/plugin';
 import { PluginRegistry } from './plugin-registry';
@@ -38,7 +39,9 @@ export function isRetryable(outcome: Outcome): outcome is Exclude<Outcome, { sta
 /**
  * Calls a plugin's agent kind or action once, bounded by its timeout and aborted on cancel
  * or a lost lease, and turns whatever happens into an outcome: agent executions and
- * workflow steps share it, so a failure reads the same wherever it happened.
+ * workflow steps share it, so a failure reads the same wherever it happened. Every
+ * capability's result and error message comes back here, so here they are made `storable`
+ * (lone surrogates U+FFFD, NULs removed): jsonb refuses them, and the record would not commit.
  */
 @Injectable()
 export class CapabilityRunner {
@@ -89,13 +92,14 @@ export class CapabilityRunner {
         }),
         signal,
       );
-      return { status: 'succeeded', output: output === undefined ? null : output };
+      // What came from outside (a response body, a tool's text, a model's reply) as the database can hold it.
+      return { status: 'succeeded', output: output === undefined ? null : storable(output) };
     } catch (error) {
       if (call.cancel.aborted) return canceled();
       if (timeout.aborted) return timedOut(`Did not finish within ${call.timeoutMs} ms`);
       if (call.lease?.aborted) return failed('AGENT_CRASHED', 'The attempt outlived its lease and was abandoned');
       if (error instanceof ExecutionError)
-        return error.code === 'AGENT_TIMEOUT' ? timedOut(error.message) : failed(error.code, error.message);
+        return error.code === 'AGENT_TIMEOUT' ? timedOut(storableText(error.message)) : failed(error.code, storableText(error.message));
       this.logger.error({ msg: `${call.qualified} failed unexpectedly`, ...call.context, err: error });
       return failed('AGENT_CRASHED', `${call.qualified} failed unexpectedly`);
     }

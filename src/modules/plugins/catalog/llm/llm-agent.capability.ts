@@ -1,3 +1,4 @@
+import { storable } from '../../../../shared/json/storable';
 import { tenantSchemaProblems, tenantValueProblems } from '../../../../shared/json-schema/json-schema.validator';
 import { AgentLoopPorts, JournalCall, JournalTurn, ModelReply, ToolResult } from '../../domain/agent-loop';
 import { Capability, CapabilityManifest, ExecutionError, JsonSchema } from '../../domain/plugin';
@@ -172,8 +173,10 @@ class Conversation {
     const withinBounds = n < this.maxTurns && tokensOf([...turns, turn]) <= this.maxTokens;
     if (reply.toolCalls.length && withinBounds) turn.calls = reply.toolCalls.map((call) => startedCall(call, finishedAt));
     else if (!reply.toolCalls.length && withinBounds && !turns.some((t) => t.repair)) turn.repair = this.repairOf(reply);
-    await this.ports.journal.commitTurn(turn);
-    return turn;
+    // The model's text and its calls' arguments as the journal can hold them (no lone surrogate, no NUL).
+    const kept = storable(turn);
+    await this.ports.journal.commitTurn(kept);
+    return kept;
   }
 
   /** Runs the turn's unfinished calls in parallel, committing each as it ends. */
@@ -182,9 +185,8 @@ class Conversation {
       turn.calls
         .filter((call) => !call.result)
         .map(async (call) => {
-          const result = await this.ports.callTool(
-            { turn: turn.turn, callId: call.callId, name: call.name, arguments: call.arguments },
-            this.signal,
+          const result = storable(
+            await this.ports.callTool({ turn: turn.turn, callId: call.callId, name: call.name, arguments: call.arguments }, this.signal),
           );
           call.finishedAt = new Date();
           await this.ports.journal.commitCall(turn.turn, call.callId, result, call.finishedAt);

@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { addRequestExamples } from './openapi.request-examples';
-import { closeRequestBodies, schemaClasses } from './openapi.schemas';
+import { closeRequestBodies, nullableCompositions, schemaClasses } from './openapi.schemas';
 import { API_KEY_SCHEME } from './shared/auth/access.decorators';
 import { ERROR_CATALOG } from './shared/errors/error-catalog';
 import { errorExamples } from './shared/http/api-errors.decorator';
@@ -63,6 +63,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   document.components = { ...document.components, examples: { ...document.components?.examples, ...errorExamples() } };
   addRequestExamples(document);
   closeRequestBodies(document, schemaClasses(app));
+  nullableCompositions(document);
   return document;
 }
 

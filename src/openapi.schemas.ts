@@ -93,6 +93,11 @@ type SchemaObject = {
   properties?: Record<string, SchemaObject>;
   items?: SchemaObject;
   additionalProperties?: unknown;
+  anyOf?: SchemaObject[];
+  oneOf?: SchemaObject[];
+  nullable?: boolean;
+  type?: string;
+  enum?: unknown[];
 };
 
 /** The component a schema names: directly, as its items, or as its one `allOf` (a nullable reference). */
@@ -136,4 +141,32 @@ export function closeRequestBodies(document: OpenAPIObject, classes: Type[]): vo
       for (const media of Object.values(operation?.requestBody?.content ?? {})) close(refName(media.schema));
     }
   }
+}
+
+/** The schema of `null` alone in OpenAPI 3.0 (which has no `type: null`). */
+const NULL_ONLY: SchemaObject = { type: 'object', nullable: true, enum: [null] };
+
+/**
+ * Nullable compositions as OpenAPI 3.0 can say them. `@ApiProperty({ type: X, nullable: true })`
+ * comes out as `{ nullable: true, allOf: [X] }`, and "any JSON" as `{ nullable: true, oneOf: [...] }`;
+ * but `nullable` only widens a `type` in the same schema, so a validator refuses the `null` the
+ * service answers. A branch that is `null` alone says it.
+ */
+export function nullableCompositions(document: OpenAPIObject): void {
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach(visit);
+    const schema = node as SchemaObject;
+    Object.values(schema).forEach(visit);
+    if (!schema.nullable) return;
+    if (schema.allOf?.length === 1) {
+      schema.anyOf = [schema.allOf[0], NULL_ONLY];
+      delete schema.allOf;
+    } else if (schema.oneOf) schema.oneOf = [...schema.oneOf, NULL_ONLY];
+    else if (schema.anyOf) schema.anyOf = [...schema.anyOf, NULL_ONLY];
+    else return;
+    delete schema.nullable;
+    delete schema.type;
+  };
+  visit(document.components?.schemas);
 }

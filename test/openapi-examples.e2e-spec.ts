@@ -8,6 +8,7 @@ import { OutboundHttp } from '../src/shared/outbound/outbound-http';
 import { eventually } from './support/eventually';
 import { LoopbackMcpServer, startMcpServer, textTool } from './support/mcp-server';
 import { startOidcProvider, TestOidcProvider } from './support/oidc-provider';
+import { DeclaredAnswers } from './support/declared-answers';
 import { bearer, createTestApp, TestApp, TestUser } from './support/test-app';
 
 interface ErrorExample {
@@ -121,6 +122,7 @@ type Operation = {
 describe('the request body examples of the OpenAPI document', () => {
   let t: TestApp;
   let operations: Map<string, Operation>;
+  let declared: DeclaredAnswers;
   let mcp: LoopbackMcpServer;
   let oidc: TestOidcProvider;
   const sent = new Set<string>();
@@ -133,6 +135,7 @@ describe('the request body examples of the OpenAPI document', () => {
     );
     t = await createTestApp({ env: { OUTBOUND_ALLOWLIST: '127.0.0.1' } });
     const document = (await t.http().get('/api/docs-json')).body as { paths: Record<string, Record<string, Operation>> };
+    declared = new DeclaredAnswers(document as ConstructorParameters<typeof DeclaredAnswers>[0]);
     operations = new Map(
       Object.entries(document.paths).flatMap(([path, methods]) =>
         Object.entries(methods).map(([method, operation]) => [`${method.toUpperCase()} ${path}`, operation] as const),
@@ -170,6 +173,7 @@ describe('the request body examples of the OpenAPI document', () => {
       status: ok ? res.status : success[0],
       answer: 'success',
     });
+    expect(declared.mismatch(key, res)).toBeNull();
     sent.add(key);
     return res.body as Record<string, unknown> & { id: string };
   }
@@ -290,6 +294,18 @@ describe('the request body examples of the OpenAPI document', () => {
     await send('POST /api/webhooks/{id}/recover', `/api/webhooks/${webhook.id}/recover`, admin, {
       since: new Date(Date.now() - 3_600_000).toISOString(),
     });
+
+    // The reads whose answers are not plain JSON objects answer what the document declares too.
+    const read = async (key: string, path: string) => {
+      const res = await t.http().get(path).set(bearer(admin)).buffer(true);
+      expect({ key, status: res.status }).toEqual({ key, status: 200 });
+      expect(declared.mismatch(key, res)).toBeNull();
+      return res;
+    };
+    expect((await read('GET /api/audit-events/verify', '/api/audit-events/verify')).body).toMatchObject({ valid: true, firstBreak: null });
+    expect((await read('GET /api/audit-events/export', '/api/audit-events/export?format=jsonl')).text).toContain('"action"');
+    expect((await read('GET /api/audit-events/export', '/api/audit-events/export?format=csv')).text).toMatch(/^id,/);
+    expect((await read('GET /api/audit-events/export', `/api/audit-events/export?format=jsonl&targetId=${randomUUID()}`)).text).toBe('');
 
     // Every operation that takes a JSON body was sent, and the examples are exactly those operations'.
     const withBody = [...operations].filter(([, operation]) => operation.requestBody?.content?.['application/json']).map(([key]) => key);

@@ -2661,14 +2661,14 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
-            input: ({
+            input: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description Any JSON; set when succeeded */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /** @description Attempts started so far */
             attempts: number;
             createdAt: string;
@@ -2708,20 +2708,20 @@ export interface components {
             /** @description The tool */
             name: string;
             /** @description The model's arguments, parsed (their text where they were not JSON) */
-            arguments: ({
+            arguments: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /**
              * @description running: not finished (it runs again on the next attempt)
              * @enum {string}
              */
             status: "running" | "succeeded" | "failed";
             /** @description The tool's output, whole (the model is sent at most 16 KiB of it) */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description What the model was told went wrong */
-            error: components["schemas"]["FailureResponse"] | null;
+            error: components["schemas"]["FailureResponse"] | (never | null);
             startedAt: string;
             finishedAt: string | null;
         };
@@ -2766,14 +2766,14 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
-            input: ({
+            input: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description Any JSON; set when succeeded */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /** @description Attempts started so far */
             attempts: number;
             createdAt: string;
@@ -2792,7 +2792,7 @@ export interface components {
              */
             retriedBy: string | null;
             /** @description For agents that call tools (llm.agent): the conversation so far */
-            conversation: components["schemas"]["ConversationResponse"] | null;
+            conversation: components["schemas"]["ConversationResponse"] | (never | null);
         };
         SleepBody: {
             /**
@@ -2939,8 +2939,8 @@ export interface components {
             steps: components["schemas"]["StepBody"][];
             output: string | null;
             timeoutMs: number;
-            onFailure: components["schemas"]["StepBody"] | null;
-            concurrency: components["schemas"]["ConcurrencyBody"] | null;
+            onFailure: components["schemas"]["StepBody"] | (never | null);
+            concurrency: components["schemas"]["ConcurrencyBody"] | (never | null);
             /** @description `{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see */
             mcp?: {
                 expose: boolean;
@@ -2965,8 +2965,8 @@ export interface components {
             steps: components["schemas"]["StepBody"][];
             output: string | null;
             timeoutMs: number;
-            onFailure: components["schemas"]["StepBody"] | null;
-            concurrency: components["schemas"]["ConcurrencyBody"] | null;
+            onFailure: components["schemas"]["StepBody"] | (never | null);
+            concurrency: components["schemas"]["ConcurrencyBody"] | (never | null);
             /** @description `{ "expose": true }` serves the workflow as a tool at `/api/mcp`; `description` is what MCP clients see */
             mcp?: {
                 expose: boolean;
@@ -3000,7 +3000,7 @@ export interface components {
             /** @description When it goes on by itself (a sleep, a timeout) */
             resumeAt: string | null;
             /** @description What a wait step waits for */
-            waitingFor: components["schemas"]["WaitingForResponse"] | null;
+            waitingFor: components["schemas"]["WaitingForResponse"] | (never | null);
         };
         RunConcurrencyResponse: {
             /**
@@ -3033,14 +3033,14 @@ export interface components {
             status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "skipped" | "canceled";
             attempts: number;
             /** @description Any JSON */
-            input: ({
+            input: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description Any JSON */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /**
              * Format: uuid
              * @description An agent step's execution
@@ -3059,7 +3059,7 @@ export interface components {
              */
             childRunId: string | null;
             /** @description What a wait step waits (or, canceled, waited) for */
-            waitingFor: components["schemas"]["WaitingForResponse"] | null;
+            waitingFor: components["schemas"]["WaitingForResponse"] | (never | null);
             /** @description A map step's items by status (one run's read); page them at .../steps/:stepId/items */
             items?: components["schemas"]["ItemCountsResponse"];
             startedAt: string | null;
@@ -3074,14 +3074,14 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
-            input: ({
+            input: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description Any JSON */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             createdAt: string;
             startedAt: string | null;
             finishedAt: string | null;
@@ -3105,7 +3105,7 @@ export interface components {
              */
             retriedBy: string | null;
             /** @description Its workflow's concurrency key and whether it waits for a place; null without concurrency. A run canceled by the limit says why in error (CONCURRENCY_LIMIT) */
-            concurrency: components["schemas"]["RunConcurrencyResponse"] | null;
+            concurrency: components["schemas"]["RunConcurrencyResponse"] | (never | null);
             /** @description In definition order */
             steps: components["schemas"]["StepRunResponse"][];
         };
@@ -3118,14 +3118,14 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description Any JSON */
-            input: ({
+            input: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
             /** @description Any JSON */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /** @description In definition order; left out of lists */
             steps?: components["schemas"]["StepRunResponse"][];
             createdAt: string;
@@ -3151,7 +3151,7 @@ export interface components {
              */
             retriedBy: string | null;
             /** @description Its workflow's concurrency key and whether it waits for a place; null without concurrency. A run canceled by the limit says why in error (CONCURRENCY_LIMIT) */
-            concurrency: components["schemas"]["RunConcurrencyResponse"] | null;
+            concurrency: components["schemas"]["RunConcurrencyResponse"] | (never | null);
         };
         RunPageResponse: {
             data: components["schemas"]["RunResponse"][];
@@ -3163,10 +3163,10 @@ export interface components {
             status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "canceled";
             attempts: number;
             /** @description Any JSON */
-            output: ({
+            output: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /**
              * Format: uuid
              * @description An agent item's execution
@@ -3201,10 +3201,10 @@ export interface components {
             name?: string;
         };
         WaitAnswerResponse: {
-            data: ({
+            data: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            by: components["schemas"]["AnsweredByResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            by: components["schemas"]["AnsweredByResponse"] | (never | null);
             /** Format: date-time */
             at: string;
         };
@@ -3570,9 +3570,9 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description JSON as sent; another content type as text; none: null */
-            body: ({
+            body: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
+            } | unknown[] | string | number | boolean | (never | null);
         };
         HookResponse: {
             /** Format: uuid */
@@ -3582,10 +3582,10 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "canceled" | "timed_out";
             /** @description The run output (sync mode, once finished) */
-            output?: ({
+            output?: {
                 [key: string]: unknown;
-            } | unknown[] | string | number | boolean) | null;
-            error?: components["schemas"]["FailureResponse"] | null;
+            } | unknown[] | string | number | boolean | (never | null);
+            error?: components["schemas"]["FailureResponse"] | (never | null);
             /** @description A repeated delivery: nothing new was started */
             duplicate: boolean;
         };
@@ -3696,7 +3696,7 @@ export interface components {
             /** @description When a pending message is tried again */
             nextAttemptAt: string | null;
             /** @description The last failure */
-            error: components["schemas"]["FailureResponse"] | null;
+            error: components["schemas"]["FailureResponse"] | (never | null);
         };
         DeliveryPageResponse: {
             data: components["schemas"]["DeliveryResponse"][];
@@ -3729,7 +3729,7 @@ export interface components {
             /** @description When a pending message is tried again */
             nextAttemptAt: string | null;
             /** @description The last failure */
-            error: components["schemas"]["FailureResponse"] | null;
+            error: components["schemas"]["FailureResponse"] | (never | null);
             /** @description The body as sent: `{ type, timestamp, data }` */
             payload: {
                 [key: string]: unknown;
@@ -3754,7 +3754,7 @@ export interface components {
              */
             messageId: string;
             /** @description null when no attempt was made within 15 s (202) */
-            attempt: components["schemas"]["DeliveryAttemptResponse"] | null;
+            attempt: components["schemas"]["DeliveryAttemptResponse"] | (never | null);
         };
         ProtectedResourceMetadata: {
             /** @example https://platform.example.com/api/mcp */
@@ -3800,7 +3800,7 @@ export interface components {
             actor: components["schemas"]["AuditActorResponse"];
             /** @enum {string} */
             action: "auth.signed_in" | "auth.signed_out" | "user.created" | "user.updated" | "user.deleted" | "service_account.created" | "service_account.updated" | "service_account.deleted" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "api_key.first_used" | "api_key.policy_updated" | "saml.settings_updated" | "saml.settings_deleted" | "saml.sp_keys_rotated" | "oidc.settings_updated" | "oidc.settings_deleted" | "organization.updated" | "subscription.updated" | "license.installed" | "plugin.installed" | "plugin.configured" | "plugin.uninstalled" | "mcp_server.created" | "mcp_server.updated" | "mcp_server.deleted" | "agent.created" | "agent.updated" | "agent.deleted" | "workflow.created" | "workflow.version_created" | "workflow.deleted" | "run.canceled" | "run.retried" | "run.approved" | "execution.canceled" | "execution.retried" | "trigger.created" | "trigger.updated" | "trigger.deleted" | "schedule.created" | "schedule.updated" | "schedule.deleted" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.deleted" | "audit.exported" | "audit.settings_updated" | "audit.purged";
-            target: components["schemas"]["AuditTargetResponse"] | null;
+            target: components["schemas"]["AuditTargetResponse"] | (never | null);
             /** @enum {string} */
             outcome: "success" | "failure" | "denied";
             /** @description The X-Request-Id of the request that did it */
@@ -3835,7 +3835,7 @@ export interface components {
             checked: number;
             /** @description Events not sealed yet */
             unsealed: number;
-            firstBreak: components["schemas"]["ChainBreakResponse"] | null;
+            firstBreak: components["schemas"]["ChainBreakResponse"] | (never | null);
         };
         AuditRetentionResponse: {
             /**
@@ -14875,7 +14875,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "text/event-stream": string;
+                };
             };
             /** @description Error envelope; code UNAUTHORIZED | TOKEN_EXPIRED */
             401: {

@@ -1,4 +1,4 @@
-import { createSign, generateKeyPair, KeyObject, randomBytes } from 'node:crypto';
+import { createSign, generateKeyPair, KeyObject, randomBytes, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const generate = promisify(generateKeyPair);
@@ -22,17 +22,32 @@ export async function selfSignedCertificate(commonName: string, validDays: numbe
   const { privateKey, publicKey } = await generate('rsa', { modulusLength: bits });
   return {
     privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    certificate: certificateFor(privateKey, publicKey, commonName, validDays),
+    certificate: readBack(certificateFor(privateKey, publicKey, commonName, validDays, randomBytes(16))),
   };
 }
 
-function certificateFor(privateKey: KeyObject, publicKey: KeyObject, commonName: string, validDays: number): string {
+/**
+ * A positive serial in minimal DER from 16 random bytes: the top bit cleared (not negative) and
+ * the next one set, so the first byte is never 0x00 (a leading zero byte before a byte under
+ * 0x80 is padding DER forbids, and node:crypto refuses to read such a certificate back).
+ */
+export function certificateSerial(random: Buffer): Buffer {
+  const serial = Buffer.from(random);
+  serial[0] = (serial[0] & 0x7f) | 0x40;
+  return serial;
+}
+
+/** The certificate, once node:crypto has read it back: none is handed out that cannot be. */
+function readBack(certificate: string): string {
+  new X509Certificate(certificate);
+  return certificate;
+}
+
+export function certificateFor(privateKey: KeyObject, publicKey: KeyObject, commonName: string, validDays: number, random: Buffer): string {
   const now = Date.now();
   const algorithm = sequence(oid(SHA256_WITH_RSA), Buffer.from([0x05, 0x00]));
   const name = sequence(set(sequence(oid(COMMON_NAME), tlv(0x0c, Buffer.from(commonName, 'utf8')))));
-  // A positive serial: 16 random bytes with the top bit cleared.
-  const serial = randomBytes(16);
-  serial[0] &= 0x7f;
+  const serial = certificateSerial(random);
   const tbs = sequence(
     tlv(0xa0, tlv(0x02, Buffer.from([0x02]))),
     tlv(0x02, serial),

@@ -1,4 +1,4 @@
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
@@ -106,6 +106,11 @@ export class SamlSpKeysService {
 
 function view(key: SamlSpKey): SpKeyView {
   const { id, certificate, createdAt, retireAt } = key.props;
-  const fingerprint = createHash('sha256').update(new X509Certificate(certificate).raw).digest('hex');
+  // Over the PEM's DER: a pair stored before serials were kept minimal is one node:crypto cannot parse.
+  const fingerprint = createHash('sha256').update(pemDer(certificate)).digest('hex');
   return { id, certificate, fingerprint, current: key.isCurrent, createdAt, retireAt };
+}
+
+function pemDer(pem: string): Buffer {
+  return Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
 }

@@ -90,7 +90,13 @@ export class McpController {
       'One message per POST: a JSON-RPC batch (an array) is answered 400 with the JSON-RPC error -32600 and none of it is handled',
   })
   @ApiBody({ schema: { type: 'object', description: 'One JSON-RPC 2.0 message of MCP (a batch is refused)', additionalProperties: true } })
-  @ApiOkResponse({ description: 'A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream)' })
+  @ApiOkResponse({
+    description: 'A JSON-RPC response (application/json), or an SSE stream of them (text/event-stream)',
+    content: {
+      'application/json': { schema: { type: 'object', description: 'One JSON-RPC 2.0 response', additionalProperties: true } },
+      'text/event-stream': { schema: { type: 'string', description: 'Server-sent events, each a JSON-RPC 2.0 message' } },
+    },
+  })
   @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED')
   async handle(@CurrentPrincipal() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
     if (refusesBatch(req.body, res)) return;

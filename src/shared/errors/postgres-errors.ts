@@ -24,6 +24,20 @@ export function isUnstorableValue(error: unknown): boolean {
   return state !== undefined && UNSTORABLE_VALUE_STATES.has(state);
 }
 
+/**
+ * The database refused to store a value a worker wrote (not the service failing): a NUL or lone
+ * surrogate escape in JSON (22P05, or 22P02 with "Unicode" in its detail), a NUL byte in text
+ * (22021), a value over a size limit (54000). Writing it again fails the same way.
+ */
+export function isUnstorableWrite(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state === '22P05' || state === '22021' || state === '54000') return true;
+  if (state !== '22P02') return false;
+  const e = error as { message?: unknown; detail?: unknown; driverError?: { message?: unknown; detail?: unknown } };
+  const text = [e.message, e.detail, e.driverError?.message, e.driverError?.detail].filter((t) => typeof t === 'string').join(' ');
+  return /unicode|surrogate/i.test(text);
+}
+
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 const CONNECTION_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|Driver not Connected|Client was closed|the database system is (starting up|shutting down)/i;

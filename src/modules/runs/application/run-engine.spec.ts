@@ -556,6 +556,40 @@ describe('RunEngine', () => {
     expect(capability.callsOf('slow')[0].signal.aborted).toBe(true);
   });
 
+  it('fails a step whose output the database refuses at once (STEP_OUTPUT_UNSTORABLE), and commits the writes beside it', async () => {
+    runs.refuseWrite = (w) => w.stepId === 'a' && w.status === 'succeeded';
+    const run = startedRun({
+      name: 'unstorable output',
+      steps: [
+        { id: 'a', action: 'test.step', retry: { maxAttempts: 3, backoffMs: 1 } },
+        { id: 'b', action: 'test.step' },
+      ],
+    });
+
+    const result = await execute(run);
+
+    // An outcome, not a rejection: a rejection is a lost worker, and the run's job would run the step again.
+    expect(failure(result)).toEqual({
+      code: 'STEP_FAILED',
+      message:
+        "Step 'a' failed: STEP_OUTPUT_UNSTORABLE: The step's output cannot be stored (unsupported Unicode escape sequence: \\u0000 cannot be converted to text.)",
+    });
+    expect(statuses('a')).toEqual(['running#1', 'failed']);
+    expect(runs.stepWrites('a')[1].error).toMatchObject({ code: 'STEP_OUTPUT_UNSTORABLE' });
+    expect(capability.callsOf('a')).toHaveLength(1);
+    // Written in the same statement as a's refused one at first, b's result was written again alone.
+    expect(statuses('b')).toEqual(['running#1', 'succeeded']);
+  });
+
+  it('hands on what an expression makes as it can be stored: lone surrogates U+FFFD, NULs removed', async () => {
+    const run = startedRun({ name: 'expression text', steps: [{ id: 'a', action: 'test.step', input: '{ "t": "x\\u0000y\\ud800" }' }] });
+
+    const result = await execute(run);
+
+    expect(result).toMatchObject({ status: 'succeeded' });
+    expect(capability.callsOf('a')[0].input).toEqual({ t: 'xy\uFFFD' });
+  });
+
   it('rejects when writing skipped steps fails, after stopping the steps still running', async () => {
     capability.script('slow', hang);
     runs.failWrite = (w) => w.stepId === 'after' && w.status === 'skipped';

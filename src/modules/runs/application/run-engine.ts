@@ -4,7 +4,9 @@ import { INPUT_BODY_LIMIT_BYTES } from '../../../config/app-config';
 import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
 import { Coalescer } from '../../../shared/batching/coalescer';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
+import { isUnstorableWrite } from '../../../shared/errors/postgres-errors';
 import { CANCELED, Failure, failed, Outcome } from '../../../shared/jobs/outcome';
+import { storable } from '../../../shared/json/storable';
 import { CapabilityRunner, PluginConfigs } from '../../plugins/application/capability-runner';
 import { effectiveNeeds, recordedSteps, StepDefinition, WorkflowDefinition } from '../../workflows/domain/definition';
 import { isNotTaken, nextSteps, Run, StepGraph, StepRun, StepStatus } from '../domain/run';
@@ -73,10 +75,10 @@ interface RunState {
 @Injectable()
 export class RunEngine implements OnModuleInit {
   private readonly plans = new Map<string, Promise<Plan | null>>();
-  private readonly stepWrites = new Coalescer<StepWrite, boolean>(async (writes) => {
-    const applied = await this.runs.writeSteps(writes);
+  private readonly stepWrites = new Coalescer<StepWrite, boolean | UnstorableWrite>(async (writes) => {
+    const applied = await this.writeSteps(writes);
     // Committed (no transaction around it): live streams of these runs may read them now.
-    for (const runId of new Set(writes.filter((_, i) => applied[i]).map((w) => w.runId))) this.jobs.changed(runId);
+    for (const runId of new Set(writes.filter((_, i) => applied[i] === true).map((w) => w.runId))) this.jobs.changed(runId);
     return applied;
   });
 
@@ -210,10 +212,40 @@ export class RunEngine implements OnModuleInit {
     return { failure: null, waits, resumeAt: this.nextResume(state) };
   }
 
+  /**
+   * Step writes in one statement. When the database refuses a value in them (a NUL or a lone
+   * surrogate that got past the boundaries, a value over its size limit), each is written
+   * alone, so only the write that holds it answers an UnstorableWrite; the others commit.
+   */
+  private async writeSteps(writes: StepWrite[]): Promise<Array<boolean | UnstorableWrite>> {
+    try {
+      return await this.runs.writeSteps(writes);
+    } catch (error) {
+      if (!isUnstorableWrite(error)) throw error;
+      if (writes.length === 1) return [new UnstorableWrite(writes[0], error)];
+    }
+    const alone = async (w: StepWrite): Promise<boolean | UnstorableWrite> => {
+      try {
+        return (await this.runs.writeSteps([w]))[0];
+      } catch (error) {
+        if (isUnstorableWrite(error)) return new UnstorableWrite(w, error);
+        throw error;
+      }
+    };
+    return Promise.all(writes.map(alone));
+  }
+
+  /** One step write; an UnstorableWrite is thrown (runStep fails the step with it). */
+  private async writeStep(write: StepWrite): Promise<boolean> {
+    const applied = await this.stepWrites.add(write);
+    if (applied instanceof UnstorableWrite) throw applied;
+    return applied;
+  }
+
   /** Writes skipped steps with their reasons; false when the run no longer runs. */
   private async skip(state: RunState, skip: Array<{ id: string; reason: string }>): Promise<boolean> {
     const applied = await Promise.all(
-      skip.map(({ id, reason }) => this.stepWrites.add({ runId: state.run.id, stepId: id, status: 'skipped', reason })),
+      skip.map(({ id, reason }) => this.writeStep({ runId: state.run.id, stepId: id, status: 'skipped', reason })),
     );
     if (applied.includes(false)) return false;
     for (const { id, reason } of skip) {
@@ -270,15 +302,15 @@ export class RunEngine implements OnModuleInit {
     return result.status === 'waiting' ? state.records.get(step.id)!.resumeAt : null;
   }
 
-  /** One step through its kind: its `if`, its input, its attempts (waiting between them), its record. */
+  /**
+   * One step through its kind. A value of it the database refuses (its output, its input, a
+   * record its kind writes) fails it at once with STEP_OUTPUT_UNSTORABLE: writing it again
+   * would fail the same way, and a worker that threw would run the step again and again until
+   * the run is lost.
+   */
   private async runStep(state: RunState, step: StepDefinition, extra: Partial<StepScope> = {}): Promise<StepResult> {
-    const { run } = state;
-    const signal = state.stop.signal;
-    const kind = this.kinds.of(step);
-    const scope: StepScope = { ...this.scope(state), ...extra };
-    const evaluate = (expression: string, over: StepScope = scope) => this.evaluate(run.organizationId, expression, over, signal);
     const write = async (change: Omit<StepWrite, 'runId' | 'stepId'>) => {
-      const applied = await this.stepWrites.add({ runId: run.id, stepId: step.id, ...change });
+      const applied = await this.writeStep({ runId: state.run.id, stepId: step.id, ...change });
       if (applied) {
         const before = state.records.get(step.id);
         const cleared = { resumeAt: change.resumeAt ?? null, reason: change.reason ?? null, waitingFor: change.waitingFor ?? null };
@@ -286,6 +318,26 @@ export class RunEngine implements OnModuleInit {
       }
       return applied;
     };
+    try {
+      return await this.stepThrough(state, step, extra, write);
+    } catch (error) {
+      if (!(error instanceof UnstorableWrite) && !isUnstorableWrite(error)) throw error;
+      return this.recordFailure(write, unstorableFailure(error));
+    }
+  }
+
+  /** One step through its kind: its `if`, its input, its attempts (waiting between them), its record. */
+  private async stepThrough(
+    state: RunState,
+    step: StepDefinition,
+    extra: Partial<StepScope>,
+    write: (change: Omit<StepWrite, 'runId' | 'stepId'>) => Promise<boolean>,
+  ): Promise<StepResult> {
+    const { run } = state;
+    const signal = state.stop.signal;
+    const kind = this.kinds.of(step);
+    const scope: StepScope = { ...this.scope(state), ...extra };
+    const evaluate = (expression: string, over: StepScope = scope) => this.evaluate(run.organizationId, expression, over, signal);
     const record = state.records.get(step.id);
     const resuming = record?.status === 'waiting';
 
@@ -423,7 +475,8 @@ export class RunEngine implements OnModuleInit {
   ): Promise<{ value: unknown } | { error: Failure }> {
     try {
       const options = { organizationId, signal, maxOutputBytes: MAX_EXPRESSION_OUTPUT_BYTES };
-      return { value: await this.expressions.evaluate(expression, context, options) };
+      // JSONata can cut a surrogate pair in two ($substring) or write "\u0000": the value as it can be stored.
+      return { value: storable(await this.expressions.evaluate(expression, context, options)) };
     } catch (error) {
       if (error instanceof ExpressionFailure) return { error: { code: error.code, message: error.message } };
       if (signal.aborted) return { error: CANCELED };
@@ -454,6 +507,28 @@ export class RunEngine implements OnModuleInit {
       byId: new Map(recordedSteps(definition).map((s) => [s.id, s])),
     };
   }
+}
+
+/** A step write the database refused for a value it holds. */
+class UnstorableWrite extends Error {
+  constructor(
+    readonly write: StepWrite,
+    readonly refusal: unknown,
+  ) {
+    super(`The database refused a write of step '${write.stepId}': ${(refusal as Error).message}`);
+  }
+}
+
+function unstorableFailure(error: unknown): Failure {
+  const cause = error instanceof UnstorableWrite ? error.refusal : error;
+  const what = error instanceof UnstorableWrite && error.write.output !== undefined ? 'output' : 'result';
+  const e = cause as { message?: unknown; detail?: unknown; driverError?: { detail?: unknown } };
+  const detail = e.detail ?? e.driverError?.detail;
+  const reason = [e.message, detail].filter((t) => typeof t === 'string').join(': ');
+  return {
+    code: 'STEP_OUTPUT_UNSTORABLE',
+    message: `The step's ${what} cannot be stored (${reason || 'refused by the database'})`,
+  };
 }
 
 function runTimedOut(run: Run): Failure {

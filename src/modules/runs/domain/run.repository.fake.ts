@@ -27,6 +27,8 @@ export class InMemoryRunRepository extends RunRepository {
   readonly canceledRuns = new Set<string>();
   /** The database went away for the writes this matches: `writeSteps` throws. */
   failWrite: ((write: StepWrite) => boolean) | null = null;
+  /** PostgreSQL refuses a value in the writes this matches (as jsonb refuses `\u0000`): `writeSteps` throws a 22P05. */
+  refuseWrite: ((write: StepWrite) => boolean) | null = null;
 
   /** What was written for one step, in order. */
   stepWrites(stepId: string): StepWrite[] {
@@ -74,6 +76,8 @@ export class InMemoryRunRepository extends RunRepository {
 
   async writeSteps(writes: StepWrite[]): Promise<boolean[]> {
     if (writes.some((w) => this.failWrite?.(w))) throw new Error('Connection terminated unexpectedly');
+    if (writes.some((w) => this.refuseWrite?.(w)))
+      throw Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05', detail: '\\u0000 cannot be converted to text.' });
     this.writes.push(...writes);
     return writes.map((w) => !this.canceledRuns.has(w.runId));
   }

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Response } from 'supertest';
+import { LiveStreams } from '../src/shared/http/live-record';
 import { install, registerAgent } from './support/agents';
 import { expectError } from './support/envelope';
 import { eventually } from './support/eventually';
@@ -156,6 +157,72 @@ describe('live events of runs and executions', () => {
       event: 'execution',
       data: { executionId, status: 'succeeded', attempts: 1, outputBytes: Buffer.byteLength(JSON.stringify({ step: key })) },
     });
+  });
+
+  /** A run started and held at step a, then its stream opened as `headers` say and read to its state. */
+  const heldRunStream = async (headers: Record<string, string>) => {
+    const runId = await start();
+    await eventually(async () => remote.held.get(`${runId}:a`), { message: 'the call of step a' });
+    const stream = await openEventStream(`${base}/api/workflows/${workflowId}/runs/${runId}/events`, headers);
+    expect(stream.status).toBe(200);
+    await stream.until((e) => e.event === 'state');
+    return { runId, stream };
+  };
+  const releaseAll = async (runId: string) => {
+    for (const step of ['a', 'b', 'c']) await remote.release(`${runId}:${step}`);
+  };
+
+  it('ends an open stream within seconds of its API key being revoked: an error event with the envelope, then the close', async () => {
+    const issued = await t
+      .http()
+      .post('/api/auth/me/api-keys')
+      .set(bearer(org.viewer))
+      .send({ name: 'stream', scopes: ['workflows:read'] });
+    expect(issued.status).toBe(201);
+    const { runId, stream } = await heldRunStream({ authorization: `Bearer ${issued.body.key as string}` });
+
+    const revoked = await t.http().delete(`/api/auth/me/api-keys/${issued.body.id as string}`).set(bearer(org.viewer));
+    expect(revoked.status).toBe(204);
+    // The run is still running: only the revoke ends the stream.
+    const error = await stream.until((e) => e.event === 'error', 5000);
+    expect(error.data).toEqual({ error: { code: 'UNAUTHORIZED', message: 'The API key is not valid', status: 401 } });
+    const events = await stream.ended;
+    expect(events.map((e) => e.event)).toEqual(['state', 'error']);
+    expect((await t.http().get(`/api/workflows/${workflowId}/runs/${runId}`).set(bearer(org.viewer))).body.status).toBe('running');
+    await releaseAll(runId);
+  });
+
+  it("ends an open stream within seconds of its user being disabled (the user's session)", async () => {
+    const user = await t.addUser(org.id, 'viewer');
+    const { runId, stream } = await heldRunStream(bearer(user));
+
+    const disabled = await t.http().patch(`/api/users/${user.id}`).set(bearer(org.admin)).send({ disabled: true });
+    expect(disabled.status).toBe(200);
+    const error = await stream.until((e) => e.event === 'error', 5000);
+    expect(error.data).toEqual({ error: { code: 'UNAUTHORIZED', message: 'The access token is not valid', status: 401 } });
+    expect((await stream.ended).map((e) => e.event)).toEqual(['state', 'error']);
+    await releaseAll(runId);
+  });
+
+  it('ends a stream that reached STREAM_MAX_SECONDS with a reconnect event; opened again with its last id, it goes on', async () => {
+    const live = t.app.get(LiveStreams);
+    const maxSeconds = live.maxSeconds;
+    live.maxSeconds = 1;
+    const held = await heldRunStream(bearer(org.viewer))
+      .then(async (h) => ({ ...h, first: await h.stream.ended }))
+      .finally(() => (live.maxSeconds = maxSeconds));
+    const { runId, first } = held;
+    expect(first.map((e) => e.event)).toEqual(['state', 'reconnect']);
+
+    const again = await runEvents(runId, { 'Last-Event-ID': first[0].id });
+    await remote.release(`${runId}:a`);
+    for (const step of ['b', 'c']) {
+      await again.until((e) => transition(e) === `step:${step}:running`);
+      await remote.release(`${runId}:${step}`);
+    }
+    const events = await again.ended;
+    expect(events[0]).toMatchObject({ event: 'step', data: { stepId: 'a', status: 'succeeded' } });
+    expect(events.at(-1)).toMatchObject({ event: 'run', data: { status: 'succeeded' } });
   });
 
   it('refuses in the envelope before any stream: unknown or another organization’s run or execution, no token, a key without the scope', async () => {

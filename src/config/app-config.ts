@@ -76,6 +76,8 @@ export class AppConfig {
   readonly workflowEvents: { keepSeconds: number };
   /** MCP_WAIT_SECONDS: how long a tools/call at /api/mcp waits for its run or execution. */
   readonly mcp: { waitSeconds: number };
+  /** STREAM_MAX_SECONDS: how long a live stream stays open at most. */
+  readonly streams: { maxSeconds: number };
   /** ORG_MAX_*: the operator's overrides of every tier's fair share (unset: the tier's). */
   readonly shareOverrides: Partial<Record<'expressions' | 'executions' | 'runs' | 'deliveries' | 'schedules', number>>;
   /** Vendor public keys (base64 SPKI DER) licenses are verified against. */
@@ -154,6 +156,7 @@ export class AppConfig {
     this.audit = { retentionDays: env.AUDIT_RETENTION_DAYS };
     this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
     this.mcp = { waitSeconds: env.MCP_WAIT_SECONDS };
+    this.streams = { maxSeconds: env.STREAM_MAX_SECONDS };
     this.shareOverrides = Object.fromEntries(
       Object.entries({
         expressions: env.ORG_MAX_EXPRESSIONS,

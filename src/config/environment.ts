@@ -173,6 +173,15 @@ export class Environment {
   @Max(120)
   MCP_WAIT_SECONDS = 30;
 
+  /**
+   * Seconds a live stream (a run's or an execution's events) stays open at most: then it ends
+   * with `event: reconnect` and its client opens it again with its Last-Event-ID.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(86_400)
+  STREAM_MAX_SECONDS = 3600;
+
   /** Days of nothing but failed deliveries after which an endpoint is disabled. */
   @IsInt()
   @Min(1)
@@ -351,6 +360,7 @@ const NUMERIC = new Set([
   'AUDIT_RETENTION_DAYS',
   'WORKFLOW_EVENT_KEEP_SECONDS',
   'MCP_WAIT_SECONDS',
+  'STREAM_MAX_SECONDS',
   'ORG_MAX_EXPRESSIONS',
   'ORG_MAX_EXECUTIONS',
   'ORG_MAX_RUNS',

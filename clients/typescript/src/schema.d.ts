@@ -10199,7 +10199,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state */
+            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state. It closes it sooner after `event: error` (the error envelope: the key was revoked, the user disabled, the token expired; checked every second) or `event: reconnect` (the stream reached STREAM_MAX_SECONDS: open it again with `Last-Event-ID`) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -11386,7 +11386,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state */
+            /** @description text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state. It closes it sooner after `event: error` (the error envelope: the key was revoked, the user disabled, the token expired; checked every second) or `event: reconnect` (the stream reached STREAM_MAX_SECONDS: open it again with `Last-Event-ID`) */
             200: {
                 headers: {
                     [name: string]: unknown;

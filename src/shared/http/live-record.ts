@@ -1,6 +1,10 @@
-import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Optional } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { AppConfig } from '../../config/app-config';
+import { untilAborted } from '../async/until-aborted';
+import { credentialCheckOf } from '../auth/credential-check';
 import { DomainError } from '../errors/domain-error';
+import { envelope } from '../errors/error-envelope';
 import { Failure } from '../jobs/outcome';
 
 /** A heartbeat comment this often keeps proxies from closing a quiet stream. */
@@ -10,6 +14,10 @@ export const HEARTBEAT_MS = 15_000;
  * its record at every change, so one organization's streams cannot take the instance's database.
  */
 export const MAX_STREAMS_PER_ORGANIZATION = 100;
+/** How often an open stream checks again that its credential holds, as the auth guard checks it. */
+export const CREDENTIAL_CHECK_MS = 1000;
+/** STREAM_MAX_SECONDS' default: a stream ends after this long, and its client opens it again. */
+export const STREAM_MAX_SECONDS = 3600;
 /** A `Last-Event-ID` longer than this is not one of ours: the stream starts afresh. */
 const MAX_EVENT_ID = 8192;
 
@@ -22,7 +30,10 @@ export const LAST_EVENT_ID_DOC = {
 /** The 200 of a live stream: its own media type (its errors stay JSON envelopes). */
 export const LIVE_STREAM_DOC = {
   description:
-    'text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; the server closes the stream after the final state',
+    'text/event-stream: `state` (the whole record) first, then an event per transition, each with an `id`; a `: heartbeat` comment every 15 s; ' +
+    'the server closes the stream after the final state. It closes it sooner after `event: error` (the error envelope: the key was revoked, ' +
+    'the user disabled, the token expired; checked every second) or `event: reconnect` (the stream reached STREAM_MAX_SECONDS: open it ' +
+    'again with `Last-Event-ID`)',
   content: { 'text/event-stream': { schema: { type: 'string' } } },
 };
 
@@ -71,6 +82,13 @@ export interface LiveSource {
  * On shutdown every stream ends (at its next read: a signal or its poll), so open streams do not hold
  * the process; their clients reconnect elsewhere with their `Last-Event-ID`.
  *
+ * A stream is a request that lasts: every CREDENTIAL_CHECK_MS it runs the auth guard's check of
+ * its credential again (credentialCheckOf), and once that refuses (a revoked key, a disabled
+ * user, an expired token) it writes `event: error` with the refusal's envelope and closes, as
+ * the next request would be refused. After `maxSeconds` (STREAM_MAX_SECONDS) it writes
+ * `event: reconnect` and closes, so no stream outlives what it was opened with for long and
+ * its client opens it again (with its `Last-Event-ID`, through the guard).
+ *
  * The stream keeps no log: it diffs each read of the record against what the client has
  * seen, part by part, and every event's id encodes the version of each part after it. A
  * client that reconnects with `Last-Event-ID` gets the parts that moved since, without a gap
@@ -83,9 +101,15 @@ export interface LiveSource {
 @Injectable()
 export class LiveStreams implements BeforeApplicationShutdown {
   maxPerOrganization = MAX_STREAMS_PER_ORGANIZATION;
+  credentialCheckMs = CREDENTIAL_CHECK_MS;
+  maxSeconds: number;
   private stopping = false;
   /** Streams open per organization. */
   private readonly open = new Map<string, number>();
+
+  constructor(@Optional() config?: AppConfig) {
+    this.maxSeconds = config?.streams.maxSeconds ?? STREAM_MAX_SECONDS;
+  }
 
   beforeApplicationShutdown(): void {
     this.stopping = true;
@@ -114,9 +138,13 @@ export class LiveStreams implements BeforeApplicationShutdown {
   }
 
   private async follow(req: Request, res: Response, first: LiveView, source: LiveSource, heartbeatMs: number): Promise<void> {
-    let closed = false;
-    res.on('close', () => (closed = true));
-    const over = () => closed || this.stopping;
+    // Aborted (with a StreamCut) when the stream is to end before its record is final.
+    const cut = new AbortController();
+    const end = (reason: StreamCut) => cut.abort(reason);
+    res.on('close', () => end(new StreamCut('closed')));
+    const over = () => cut.signal.aborted || this.stopping;
+    const lifetime = setTimeout(() => end(new StreamCut('max_age')), this.maxSeconds * 1000);
+    const checking = this.checkCredential(req, over, end);
     res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     res.flushHeaders();
 
@@ -134,20 +162,61 @@ export class LiveStreams implements BeforeApplicationShutdown {
     try {
       while (!view.final && !over()) {
         const known = seen;
-        const next = await source.watch(heartbeatMs, async () => {
+        const watched = source.watch(heartbeatMs, async () => {
           if (over()) return view;
           const read = await source.read();
           const now = aligned(known, read.parts.length);
           return read.parts.some((p, i) => p.version !== now[i]) ? read : null;
         });
+        // A cut ends the wait at once; the watch left behind ends at its next check (over()).
+        const next = await untilAborted(watched, cut.signal);
         if (next) seen = send(res, (view = next), seen);
         else res.write(': heartbeat\n\n');
       }
     } catch {
-      // The database went away, or the record: the client reconnects with its Last-Event-ID.
+      // Cut, or the database went away, or the record: the client reconnects with its Last-Event-ID.
+    }
+    clearTimeout(lifetime);
+    clearInterval(checking);
+    const reason: unknown = cut.signal.reason;
+    if (reason instanceof StreamCut && !view.final) {
+      if (reason.refusal) {
+        const { code, message, details } = reason.refusal;
+        res.write(`event: error\ndata: ${JSON.stringify(envelope(code, message, details))}\n\n`);
+      } else if (reason.why === 'max_age') res.write('event: reconnect\ndata: {}\n\n');
     }
     stopFollowing?.();
     res.end();
+  }
+
+  /**
+   * Runs the auth guard's check of the request's credential every credentialCheckMs (one at a
+   * time) and cuts the stream with its refusal. A failure that is not a refusal (the database
+   * away) is no answer: the next check tries again. Answers the timer (none without a check).
+   */
+  private checkCredential(req: Request, over: () => boolean, end: (reason: StreamCut) => void): NodeJS.Timeout | undefined {
+    const check = credentialCheckOf(req);
+    if (!check) return undefined;
+    let running = false;
+    return setInterval(() => {
+      if (running || over()) return;
+      running = true;
+      void check()
+        .catch((error: unknown) => {
+          if (error instanceof DomainError) end(new StreamCut('refused', error));
+        })
+        .finally(() => (running = false));
+    }, this.credentialCheckMs);
+  }
+}
+
+/** Why a stream ends before its record is final: the client went, its credential was refused, or it lasted STREAM_MAX_SECONDS. */
+class StreamCut extends Error {
+  constructor(
+    readonly why: 'closed' | 'refused' | 'max_age',
+    readonly refusal?: DomainError,
+  ) {
+    super(`stream ${why}`);
   }
 }
 

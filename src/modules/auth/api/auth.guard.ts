@@ -3,13 +3,15 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard as PassportGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { PUBLIC_KEY } from '../../../shared/auth/access.decorators';
+import { setCredentialCheck } from '../../../shared/auth/credential-check';
 import { Principal } from '../../../shared/auth/principal';
 import { isApiKeyToken } from '../../../shared/auth/scopes';
 import { DomainError } from '../../../shared/errors/domain-error';
 
 /**
  * Global: every route needs a bearer credential unless marked @Public(). The token's shape
- * picks the strategy: an API key (`plat_…`) or an access token (JWT).
+ * picks the strategy: an API key (`plat_…`) or an access token (JWT). The same check is left
+ * on the request (setCredentialCheck), for a request that lasts (a live stream) to run again.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -22,8 +24,12 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<Request & { principal?: Principal; user?: Principal }>();
     const [scheme, token] = (request.headers.authorization ?? '').split(' ');
     if (scheme?.toLowerCase() !== 'bearer' || !token) throw new DomainError('UNAUTHORIZED', 'A bearer token is required');
-    await this.strategies[isApiKeyToken(token) ? 'api-key' : 'jwt'].canActivate(context);
+    const strategy = this.strategies[isApiKeyToken(token) ? 'api-key' : 'jwt'];
+    await strategy.canActivate(context);
     request.principal = request.user;
+    setCredentialCheck(request, async () => {
+      await strategy.canActivate(context);
+    });
     return true;
   }
 }

@@ -42,6 +42,8 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   readonly unstartable = new Set<string>();
   /** Finishes that throw (the database is away) before they go through. */
   failFinishes = 0;
+  /** Outputs PostgreSQL refuses to store (as jsonb refuses `\u0000`): a finish with one throws a 22P05. */
+  refusedOutput: unknown = undefined;
 
   async insert(record: Thing): Promise<void> {
     this.rows.set(record.id, { ...record });
@@ -70,6 +72,8 @@ class InMemoryThings implements JobRecords<Thing, Thing, Unfinished> {
   async finish(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<Thing | null>> {
     this.finishCalls++;
     if (this.failFinishes-- > 0) throw new Error('connection terminated');
+    if (outcomes.some(({ outcome }) => outcome.status === 'succeeded' && outcome.output === this.refusedOutput))
+      throw Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
     return outcomes.map(({ id, outcome }) => {
       const row = this.rows.get(id);
       if (!row || row.status !== 'running') return null;
@@ -446,6 +450,26 @@ describe('DurableJobKind (the durable-job core)', () => {
       expect(results[0]).toEqual({ id: broken.jobId, status: 'failed', output: { message: 'connection terminated' } });
       expect(results[1]).toEqual({ id: fine.jobId, status: 'completed' });
       expect(records.rows.get(fine.id)?.status).toBe('succeeded');
+    });
+
+    it('records an output the database refuses as OUTPUT_UNSTORABLE at once; the rest of its batch is recorded as it was', async () => {
+      const [refused, fine] = [await enqueued(), await enqueued()];
+      records.refusedOutput = 'too much';
+      things.work(async (thing) => ({ status: 'succeeded', output: thing.id === refused.id ? 'too much' : 'fine' }));
+
+      const results = await queue.deliver(jobFor(refused), jobFor(fine));
+
+      // Completed, not failed: a failed job would run the thing again, and refuse the same output again.
+      expect(results).toEqual([
+        { id: refused.jobId, status: 'completed' },
+        { id: fine.jobId, status: 'completed' },
+      ]);
+      expect(records.rows.get(refused.id)).toMatchObject({
+        status: 'failed',
+        output: null,
+        error: { code: 'OUTPUT_UNSTORABLE', message: 'The output cannot be stored (unsupported Unicode escape sequence)' },
+      });
+      expect(records.rows.get(fine.id)).toMatchObject({ status: 'succeeded', output: 'fine' });
     });
 
     it('fails every job of a batch that could not be started before its lease ran out', async () => {

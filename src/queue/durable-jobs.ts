@@ -8,7 +8,7 @@ import { Coalescer } from '../shared/batching/coalescer';
 import { EventOutbox, PlatformEvent } from '../shared/events/event-outbox';
 import { OrganizationShares } from '../shared/fairness/organization-shares';
 import { IdempotencyKeys, IdempotentRequest } from '../shared/idempotency/idempotency-keys';
-import { isDatabaseUnavailable } from '../shared/errors/postgres-errors';
+import { isDatabaseUnavailable, isUnstorableWrite } from '../shared/errors/postgres-errors';
 import { JobRef } from '../shared/jobs/job-ref';
 import { Statement } from '../shared/jobs/statement';
 import { Failure, Outcome } from '../shared/jobs/outcome';
@@ -195,7 +195,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
   readonly metrics: JobMetrics;
   private readonly logger: Logger;
   private readonly running = new Map<string, AbortController>();
-  private readonly finishes: Coalescer<{ id: string; outcome: Outcome }, R | null>;
+  private readonly finishes: Coalescer<{ id: string; outcome: Outcome }, R | null | Refused>;
   /** Plain submissions of the moment, recorded and queued together (for kinds with `insertAll`). */
   private readonly inserts?: Coalescer<Submission<R>, Submitted<R> | Error>;
 
@@ -206,7 +206,7 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     this.metrics = new JobMetrics(core.metrics, definition.metrics);
     this.logger = new Logger(`Jobs:${definition.name}`);
     core.queue.declare(definition.queue);
-    this.finishes = new Coalescer((outcomes) => this.withEvents(() => definition.records.finish(outcomes), 'end'));
+    this.finishes = new Coalescer((outcomes) => this.finishTogether(outcomes));
     // Two statements under way at most: what arrives meanwhile waits for the next one.
     if (definition.records.insertAll)
       this.inserts = new Coalescer((batch) => this.insertTogether(batch), { maxInFlight: INSERTS_IN_FLIGHT });
@@ -482,9 +482,41 @@ export abstract class DurableJobKind<R extends JobRecord, S, U extends Unfinishe
     if (startAt.getTime() <= Date.now()) this.wake();
   }
 
+  /**
+   * A record's outcome whose value the database refuses (its output over a size limit, text
+   * it cannot hold) is recorded as OUTPUT_UNSTORABLE instead, at once: recording it again would
+   * fail the same way, and its job would be run again until the record is lost.
+   */
   private async finish(id: string, outcome: Outcome, labels: Labels): Promise<void> {
-    const finished = await this.finishes.add({ id, outcome });
+    let finished = await this.finishes.add({ id, outcome });
+    if (finished instanceof Refused) {
+      this.logger.warn(`${id}: its outcome cannot be stored: ${(finished.error as Error).message}`);
+      finished = await this.finishes.add({ id, outcome: { status: 'failed', error: unstorableOutcome(outcome, finished.error) } });
+      if (finished instanceof Refused) throw finished.error;
+    }
     if (finished) this.announceFinished(finished, labels);
+  }
+
+  /** Outcomes in one statement; when the database refuses a value in them, each alone, so only the refused one answers Refused. */
+  private async finishTogether(outcomes: Array<{ id: string; outcome: Outcome }>): Promise<Array<R | null | Refused>> {
+    const end = (some: Array<{ id: string; outcome: Outcome }>) => this.withEvents(() => this.definition.records.finish(some), 'end');
+    try {
+      return await end(outcomes);
+    } catch (error) {
+      if (!isUnstorableWrite(error)) throw error;
+      if (outcomes.length === 1) return [new Refused(error)];
+    }
+    return Promise.all(
+      outcomes.map((one) =>
+        end([one]).then(
+          ([finished]) => finished,
+          (error: unknown) => {
+            if (isUnstorableWrite(error)) return new Refused(error);
+            throw error;
+          },
+        ),
+      ),
+    );
   }
 
   private async unfinished(olderThanMs: number, limit: number): Promise<Array<UnfinishedRecord & { labels: Labels }>> {
@@ -572,6 +604,18 @@ async function untilLeaseEnds<T>(
       if (lease.aborted) throw error;
     }
   }
+}
+
+/** An outcome the database refused to store. */
+class Refused {
+  constructor(readonly error: unknown) {}
+}
+
+function unstorableOutcome(outcome: Outcome, error: unknown): Failure {
+  const e = error as { message?: unknown; detail?: unknown; driverError?: { detail?: unknown } };
+  const reason = [e.message, e.detail ?? e.driverError?.detail].filter((t) => typeof t === 'string').join(': ');
+  const what = outcome.status === 'succeeded' ? 'output' : 'error';
+  return { code: 'OUTPUT_UNSTORABLE', message: `The ${what} cannot be stored (${reason || 'refused by the database'})` };
 }
 
 function retried(job: Job<object>, error: unknown): JobResult {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { hkdfSync, randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -47,6 +47,8 @@ export class AppConfig {
   readonly database: {
     url?: string;
     readUrl?: string;
+    /** DATABASE_MIGRATION_URL: the schema's owner, the migrations run as it. */
+    migrationUrl?: string;
     dataDir: string;
     poolSize: number;
     statementCache: number;
@@ -70,8 +72,11 @@ export class AppConfig {
   readonly triggers: { perSourcePerMinute: number; perTriggerPerMinute: number; eventRetentionDays: number };
   /** HISTORY_RETENTION_DAYS: the most days any organization's executions and runs are kept. */
   readonly history: { retentionDays: number };
-  /** AUDIT_RETENTION_DAYS: the most days any organization's audit events are kept. */
-  readonly audit: { retentionDays: number };
+  /**
+   * AUDIT_RETENTION_DAYS: the most days any organization's audit events are kept; the chain's
+   * key: AUDIT_CHAIN_KEY, or derived from SECRETS_KEY (HKDF-SHA256), so a default install is keyed too.
+   */
+  readonly audit: { retentionDays: number; chainKey: Buffer };
   /** WORKFLOW_EVENT_KEEP_SECONDS: how long an event no wait took is kept for one. */
   readonly workflowEvents: { keepSeconds: number };
   /** MCP_WAIT_SECONDS: how long a tools/call at /api/mcp waits for its run or execution. */
@@ -123,6 +128,7 @@ export class AppConfig {
     this.database = {
       url: env.DATABASE_URL,
       readUrl: env.DATABASE_READ_URL,
+      migrationUrl: env.DATABASE_MIGRATION_URL,
       dataDir,
       poolSize: env.DB_POOL_SIZE,
       statementCache: env.DB_STATEMENT_CACHE,
@@ -153,7 +159,12 @@ export class AppConfig {
       eventRetentionDays: env.TRIGGER_EVENT_RETENTION_DAYS,
     };
     this.history = { retentionDays: env.HISTORY_RETENTION_DAYS };
-    this.audit = { retentionDays: env.AUDIT_RETENTION_DAYS };
+    this.audit = {
+      retentionDays: env.AUDIT_RETENTION_DAYS,
+      chainKey: env.AUDIT_CHAIN_KEY
+        ? Buffer.from(env.AUDIT_CHAIN_KEY, /^[0-9a-fA-F]{64}$/.test(env.AUDIT_CHAIN_KEY) ? 'hex' : 'base64')
+        : Buffer.from(hkdfSync('sha256', this.secretsKey, Buffer.alloc(0), 'platform audit chain', 32)),
+    };
     this.workflowEvents = { keepSeconds: env.WORKFLOW_EVENT_KEEP_SECONDS };
     this.mcp = { waitSeconds: env.MCP_WAIT_SECONDS };
     this.streams = { maxSeconds: env.STREAM_MAX_SECONDS };

@@ -38,6 +38,16 @@ export class Environment {
   @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_READ_URL must be a postgres:// URL' })
   DATABASE_READ_URL?: string;
 
+  /**
+   * The owner of the schema, for the migrations: set, they run as this role, which then hands
+   * the service's role (DATABASE_URL's) every table but the audit log's, and on those only what
+   * the service needs (see docs/operating.md, database roles). Unset, the service's role runs
+   * them and owns everything, the audit log included.
+   */
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_MIGRATION_URL must be a postgres:// URL' })
+  DATABASE_MIGRATION_URL?: string;
+
   @IsString()
   DATA_DIR = './.data';
 
@@ -79,6 +89,14 @@ export class Environment {
   @IsOptional()
   @Matches(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, { message: 'SECRETS_KEY must be 32 bytes, as 64 hex digits or base64' })
   SECRETS_KEY?: string;
+
+  /**
+   * The key of the audit log's hash chain (HMAC-SHA256), 32 bytes as hex or base64; unset, one
+   * derived from SECRETS_KEY. Kept out of the database, so a chain rewritten there fails verify.
+   */
+  @IsOptional()
+  @Matches(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, { message: 'AUDIT_CHAIN_KEY must be 32 bytes, as 64 hex digits or base64' })
+  AUDIT_CHAIN_KEY?: string;
 
   @IsString()
   OUTBOUND_ALLOWLIST = '';
@@ -377,10 +395,12 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   const known = Object.keys(new Environment()).concat(
     'DATABASE_URL',
     'DATABASE_READ_URL',
+    'DATABASE_MIGRATION_URL',
     'REDIS_URL',
     'JWT_SECRET',
     'ADMIN_PASSWORD',
     'SECRETS_KEY',
+    'AUDIT_CHAIN_KEY',
     'LICENSE_KEY',
   );
   const raw: Record<string, unknown> = {};
@@ -404,6 +424,9 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   }
   if (parsed.DATABASE_READ_URL && !parsed.DATABASE_URL) {
     problems.push('DATABASE_READ_URL needs DATABASE_URL: a read replica is of a PostgreSQL server, not of the embedded database');
+  }
+  if (parsed.DATABASE_MIGRATION_URL && !parsed.DATABASE_URL) {
+    problems.push('DATABASE_MIGRATION_URL needs DATABASE_URL: the migration role is of a PostgreSQL server, not of the embedded database');
   }
   if (parsed.SHUTDOWN_DRAIN_MS >= parsed.SHUTDOWN_GRACE_MS) {
     problems.push('SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS: the drain is the first part of the grace period');

@@ -2,6 +2,7 @@ import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } fro
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { AppliedMigrations } from './applied-migrations';
 import { DatabaseConnection } from './database-connection';
 import { dataSourceOptions } from './data-source-options';
 import { EmbeddedPostgres } from './embedded-postgres';
@@ -9,9 +10,12 @@ import { HistoryPartitions } from './history-partitions';
 import { runMigrationsLocked } from './migrator';
 import { PoolMetrics } from './pool-metrics';
 import { ReadDatabase } from './read-database';
+import { migrateAsOwner, warnWhenServiceOwnsAuditLog } from './service-role';
 import { TableMaintenance } from './table-maintenance';
 
 const EMBEDDED = Symbol('EmbeddedPostgres');
+/** The primary's DataSource, migrated, and the migrations this boot ran. */
+const MIGRATED = Symbol('MigratedDataSource');
 
 async function servesPglite(url: string): Promise<boolean> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -62,17 +66,24 @@ class DatabaseLifecycle implements OnApplicationShutdown {
           : new DatabaseConnection(config.database.url!, await servesPglite(config.database.url!)),
     },
     {
-      provide: DataSource,
+      provide: MIGRATED,
       inject: [AppConfig, DatabaseConnection],
       useFactory: async (config: AppConfig, connection: DatabaseConnection) => {
         // PGlite keeps one session for every connection, and its prepared statements past a reconnect.
         const [poolSize, statementCache] = connection.singleSession ? [1, 0] : [config.database.poolSize, config.database.statementCache];
         const dataSource = new DataSource(dataSourceOptions(connection.url, poolSize, statementCache));
         await dataSource.initialize();
-        await runMigrationsLocked(dataSource, { lock: !connection.singleSession });
-        return dataSource;
+        // With DATABASE_MIGRATION_URL the schema's owner migrates, and the service's role gets only its grants.
+        const ran =
+          config.database.migrationUrl && !connection.singleSession
+            ? await migrateAsOwner(config.database.migrationUrl, dataSource)
+            : await runMigrationsLocked(dataSource, { lock: !connection.singleSession });
+        if (!connection.singleSession) await warnWhenServiceOwnsAuditLog(dataSource);
+        return { dataSource, applied: new AppliedMigrations(ran) };
       },
     },
+    { provide: DataSource, inject: [MIGRATED], useFactory: (migrated: { dataSource: DataSource }) => migrated.dataSource },
+    { provide: AppliedMigrations, inject: [MIGRATED], useFactory: (migrated: { applied: AppliedMigrations }) => migrated.applied },
     {
       // Only processes that serve the API read history lists; a worker opens no replica pool.
       provide: ReadDatabase,
@@ -87,6 +98,6 @@ class DatabaseLifecycle implements OnApplicationShutdown {
     TableMaintenance,
     HistoryPartitions,
   ],
-  exports: [DataSource, DatabaseConnection, HistoryPartitions, ReadDatabase],
+  exports: [DataSource, DatabaseConnection, HistoryPartitions, ReadDatabase, AppliedMigrations],
 })
 export class DatabaseModule {}

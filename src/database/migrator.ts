@@ -25,23 +25,26 @@ async function acquire(runner: QueryRunner): Promise<void> {
  * Runs pending migrations while holding a Postgres advisory lock, so two instances starting
  * at once apply them one after the other instead of racing. `lock: false` is for a single
  * session (PGlite), where advisory locks exclude nothing and the one connection is the pool.
+ * Answers the names of the migrations it ran.
  */
 export async function runMigrationsLocked(
   dataSource: DataSource,
   options: { lock?: boolean; afterMigrations?: () => Promise<void> } = {},
-): Promise<void> {
+): Promise<string[]> {
   const { lock = true, afterMigrations } = options;
   if (!lock) {
-    await dataSource.runMigrations({ transaction: 'each' });
-    return afterMigrations?.();
+    const ran = await dataSource.runMigrations({ transaction: 'each' });
+    await afterMigrations?.();
+    return ran.map((migration) => migration.name);
   }
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
     await acquire(runner);
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      const ran = await dataSource.runMigrations({ transaction: 'each' });
       await afterMigrations?.();
+      return ran.map((migration) => migration.name);
     } finally {
       await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }

@@ -46,7 +46,7 @@ describe('migrations at start', () => {
     // The instance waiting for the lock must hold no snapshot meanwhile: the index build waits
     // for every snapshot older than itself, and this one would wait for the build.
     const waiting = new DataSource({ ...dataSourceOptions(url(), 2), migrations: [] });
-    let second: Promise<void> | undefined;
+    let second: Promise<unknown> | undefined;
     class Table1900000000000 implements MigrationInterface {
       async up(runner: QueryRunner) {
         await runner.query(`CREATE TABLE "cic_probe" ("n" integer NOT NULL)`);

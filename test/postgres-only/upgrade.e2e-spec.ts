@@ -65,6 +65,7 @@ const WRITTEN_FOR = [
   '1795815000000-AuditRetention',
   '1795820000000-OidcSignIn',
   '1795830000000-SamlSpKeys',
+  '1795840000000-AuditChainKey',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];

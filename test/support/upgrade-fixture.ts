@@ -712,7 +712,21 @@ export async function upgradeFixture(input: FixtureInput) {
         },
       ],
     ],
-    ['audit_chain_heads', [{ organization_id: globex, sequence: 1, hash: 'f'.repeat(64), purged_through: 0, purged_hash: null }]],
+    // keyed_from: the upgrade keys a chain begun before the key from the event after its last one.
+    [
+      'audit_chain_heads',
+      [
+        {
+          organization_id: globex,
+          sequence: 1,
+          hash: 'f'.repeat(64),
+          purged_through: 0,
+          purged_hash: null,
+          keyed_from: 2,
+          keyed_mac: null,
+        },
+      ],
+    ],
     ['audit_settings', [{ organization_id: acme, retention_days: 365, updated_at: at(500) }]],
   ];
 

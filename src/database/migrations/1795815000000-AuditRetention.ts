@@ -1,15 +1,16 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The one database role that may remove audit events; it logs in nowhere, a function runs as it. */
+/** The role that may call the purge (`audit_purge`) and do nothing else; it logs in nowhere (a DBA may grant it to a login of theirs). */
 export const AUDIT_PURGER_ROLE = 'platform_audit_purger';
 
 /**
  * Audit retention: each organization's days (`audit_settings`), and the purge.
  *
- * Events leave the log only through `audit_purge(organization, max_days, limit)`, a function
- * that runs as its own role (`platform_audit_purger`, NOLOGIN): the log's trigger now lets that
- * role, and no other, delete. The function removes the oldest events of the organization's
- * chain, never one younger than its retention (at least 30 days, at most `max_days`, the
+ * Events leave the log only through `audit_purge(organization, max_days, limit)`. (It was first
+ * owned by `platform_audit_purger`, the role the trigger let delete; that failed on PostgreSQL 15
+ * for a migrating role that is not a superuser, since the new owner needs CREATE on the schema.
+ * It is now the migrating role's, and AuditChainKey decides who may delete and what.) The
+ * function removes the oldest events of the organization's chain, never one younger than its retention (at least 30 days, at most `max_days`, the
  * instance's cap), and records on the chain's head where the chain now starts and the hash it
  * continues from, so the check of the chain still finds an event removed from its beginning.
  *
@@ -25,9 +26,13 @@ export class AuditRetention1795815000000 implements MigrationInterface {
     );
     await queryRunner.query(`ALTER TABLE "audit_chain_heads" ADD "purged_through" bigint NOT NULL DEFAULT '0'`);
     await queryRunner.query(`ALTER TABLE "audit_chain_heads" ADD "purged_hash" character(64)`);
+    // A role created beforehand (by a DBA, for a migrating role that may not create roles) is
+    // taken as it is: CREATE ROLE checks the right to create roles before it finds the name taken.
     await queryRunner.query(`
       DO $$ BEGIN
-        CREATE ROLE ${AUDIT_PURGER_ROLE} NOLOGIN;
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${AUDIT_PURGER_ROLE}') THEN
+          CREATE ROLE ${AUDIT_PURGER_ROLE} NOLOGIN;
+        END IF;
       EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
       END $$`);
     await queryRunner.query(`
@@ -86,7 +91,6 @@ export class AuditRetention1795815000000 implements MigrationInterface {
         UPDATE audit_chain_heads h SET purged_through = v_through, purged_hash = v_hash WHERE h.organization_id = p_organization;
         RETURN QUERY SELECT v_count, v_through, v_cutoff, v_days;
       END $$`);
-    await queryRunner.query(`ALTER FUNCTION audit_purge(uuid, integer, integer) OWNER TO ${AUDIT_PURGER_ROLE}`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

@@ -4,7 +4,8 @@ import { AUDIT_ACTIONS } from '../../../shared/audit/audit-trail';
 import { Optional } from '../../../shared/http/optional.decorator';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
 import { PageQuery, timeRange, TimeRangeQuery } from '../../../shared/pagination/page-query.dto';
-import { AuditEvent, AuditFilters, ChainCheck, presented } from '../domain/audit-event';
+import { ChainCheck } from '../domain/audit-chain';
+import { AuditEvent, AuditFilters, presented } from '../domain/audit-event';
 
 const ACTIONS = Object.keys(AUDIT_ACTIONS);
 

@@ -8,18 +8,8 @@ import { Principal } from '../../../shared/auth/principal';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { TIER_AUDIT_VISIBLE_DAYS, TIER_FEATURES } from '../../licensing/domain/tiers';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
-import {
-  AuditEvent,
-  AuditEventRepository,
-  AuditFilters,
-  assertRetention,
-  chainHash,
-  ChainCheck,
-  ChainWalker,
-  GENESIS_HASH,
-  presented,
-  Seal,
-} from '../domain/audit-event';
+import { ChainCheck, ChainKey, chainHash, ChainWalker, GENESIS_HASH, keyedStartMac } from '../domain/audit-chain';
+import { AuditEvent, AuditEventRepository, AuditFilters, assertRetention, presented, Seal } from '../domain/audit-event';
 
 /** Events sealed per transaction. */
 const SEAL_BATCH = 1000;
@@ -65,7 +55,11 @@ export class AuditEventsService implements OnModuleInit {
     private readonly outbox: EventOutbox,
   ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
+    const key = this.config.audit.chainKey;
+    await this.events.signKeyedStarts((organizationId, keyedFrom, previousHash) =>
+      keyedStartMac(key, organizationId, keyedFrom, previousHash),
+    );
     this.reconciler.addChore(() => this.sealPending());
     this.reconciler.addChore(() => this.purgeWhenDue());
   }
@@ -94,7 +88,12 @@ export class AuditEventsService implements OnModuleInit {
   async sealPending(organizationId: string | null = null): Promise<number> {
     let total = 0;
     for (;;) {
-      const sealed = await this.events.sealPending(organizationId, SEAL_BATCH, seal, (events) => this.stream(events));
+      const sealed = await this.events.sealPending(
+        organizationId,
+        SEAL_BATCH,
+        (events, heads) => seal(events, heads, this.config.audit.chainKey),
+        (events) => this.stream(events),
+      );
       if (sealed) this.outbox.committed();
       total += sealed;
       if (sealed < SEAL_BATCH) return total;
@@ -125,7 +124,7 @@ export class AuditEventsService implements OnModuleInit {
     await this.subscriptions.assertFeature(organizationId, AUDIT_FULL_FEATURE);
     await this.sealPending(organizationId);
     const head = await this.events.head(organizationId);
-    const walker = ChainWalker.from(head);
+    const walker = ChainWalker.from(head, this.config.audit.chainKey, organizationId);
     walker.start(head, await this.events.recordedPurge(organizationId));
     for (let from = walker.nextSequence; !walker.firstBreak; from += READ_BATCH) {
       const batch = await this.events.chain(organizationId, from, READ_BATCH);
@@ -273,14 +272,26 @@ export function csvCell(value: unknown): string {
   return `"${text.replace(/"/g, '""')}"`;
 }
 
-/** The seals of `events` (oldest first), each chained to its organization's head or the one sealed before it. */
-function seal(events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>): Seal[] {
+/**
+ * The seals of `events` (oldest first), each chained with the key to its organization's head or
+ * the one sealed before it; the first event of a new chain also signs its keyed start.
+ */
+function seal(events: AuditEvent[], heads: Map<string, { sequence: number; hash: string }>, key: ChainKey): Seal[] {
   const tips = new Map(heads);
   return events.map((event) => {
     const tip = tips.get(event.organizationId) ?? { sequence: 0, hash: GENESIS_HASH };
     const sequence = tip.sequence + 1;
-    const hash = chainHash(tip.hash, { ...event, sequence });
+    const hash = chainHash(tip.hash, { ...event, sequence }, key);
     tips.set(event.organizationId, { sequence, hash });
-    return { id: event.id, organizationId: event.organizationId, occurredAt: event.occurredAt, sequence, previousHash: tip.hash, hash };
+    const startMac = sequence === 1 ? keyedStartMac(key, event.organizationId, 1, GENESIS_HASH) : null;
+    return {
+      id: event.id,
+      organizationId: event.organizationId,
+      occurredAt: event.occurredAt,
+      sequence,
+      previousHash: tip.hash,
+      hash,
+      startMac,
+    };
   });
 }

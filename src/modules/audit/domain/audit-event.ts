@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../../../shared/audit/audit-trail';
-import { canonicalJson } from '../../../shared/json/canonical-json';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
+import type { ChainHead } from './audit-chain';
 
 /** One entry of an organization's audit log, as stored and listed. */
 export interface AuditEvent {
@@ -17,7 +16,7 @@ export interface AuditEvent {
   changes: AuditChanges | null;
   /** The event's place in its organization's chain; null until it is sealed (within seconds). */
   sequence: number | null;
-  /** SHA-256 of the previous event's hash and this event (hex); null until sealed. */
+  /** The event's link in the chain (see audit-chain.ts), hex; null until sealed. */
   hash: string | null;
   previousHash: string | null;
 }
@@ -39,120 +38,6 @@ export function presented(event: AuditEvent) {
   };
 }
 
-/** The hash the chain starts from: the "previous hash" of an organization's first event. */
-export const GENESIS_HASH = '0'.repeat(64);
-
-/** An event's link in the chain: SHA-256 over the previous hash and every field of the event, its sequence included. */
-export function chainHash(previousHash: string, event: Omit<AuditEvent, 'hash' | 'previousHash'> & { sequence: number }): string {
-  const fields = [
-    event.sequence,
-    event.id,
-    event.organizationId,
-    event.occurredAt.toISOString(),
-    event.actor,
-    event.action,
-    event.target,
-    event.outcome,
-    event.requestId,
-    event.changes,
-  ];
-  return createHash('sha256').update(previousHash).update('\n').update(canonicalJson(fields)).digest('hex');
-}
-
-/** What `verify` found walking an organization's chain. */
-export interface ChainCheck {
-  /** Sealed events checked. */
-  checked: number;
-  /** Events not sealed yet (written in the last seconds). */
-  unsealed: number;
-  /** The first event that does not follow from the one before; null when the chain holds. */
-  firstBreak: { sequence: number; eventId: string | null; reason: string } | null;
-}
-
-/** Walks sealed events in sequence order, batch by batch; `start` is where the kept chain begins. */
-export class ChainWalker {
-  private expectedSequence: number;
-  private previousHash: string;
-  checked = 0;
-  firstBreak: ChainCheck['firstBreak'] = null;
-
-  constructor(start: { sequence: number; previousHash: string }) {
-    this.expectedSequence = start.sequence;
-    this.previousHash = start.previousHash;
-  }
-
-  /** Checks the next events; false once a break is found (the rest is not read). */
-  next(events: AuditEvent[]): boolean {
-    for (const event of events) {
-      const sequence = event.sequence!;
-      if (sequence !== this.expectedSequence) {
-        this.firstBreak = { sequence: this.expectedSequence, eventId: null, reason: `event ${this.expectedSequence} is missing` };
-        return false;
-      }
-      if (event.previousHash !== this.previousHash) {
-        this.firstBreak = { sequence, eventId: event.id, reason: 'its previous hash is not the hash of the event before it' };
-        return false;
-      }
-      const hash = chainHash(this.previousHash, { ...event, sequence });
-      if (hash !== event.hash) {
-        this.firstBreak = { sequence, eventId: event.id, reason: 'its content does not match its hash (it was changed)' };
-        return false;
-      }
-      this.checked++;
-      this.expectedSequence++;
-      this.previousHash = hash;
-    }
-    return true;
-  }
-
-  /** The walk of the chain `head` ends: from after its last purged event, or from the first. */
-  static from(head: ChainHead | null): ChainWalker {
-    return new ChainWalker({ sequence: (head?.purgedThrough ?? 0) + 1, previousHash: head?.purgedHash ?? GENESIS_HASH });
-  }
-
-  /** The sequence the walk expects next. */
-  get nextSequence(): number {
-    return this.expectedSequence;
-  }
-
-  /**
-   * Before the first event: a chain that begins later than its first event must have been
-   * purged that far, as the latest `audit.purged` event recorded (`recordedThrough`).
-   */
-  start(head: ChainHead | null, recordedThrough: number): void {
-    if (!head?.purgedThrough || head.purgedThrough === recordedThrough) return;
-    this.firstBreak = {
-      sequence: head.purgedThrough,
-      eventId: null,
-      reason: `the chain begins after event ${head.purgedThrough}, but the last recorded purge ended at ${recordedThrough}`,
-    };
-  }
-
-  /** After the last event: the chain must end where its head says it does (the newest events were not removed). */
-  end(head: { sequence: number; hash: string } | null): void {
-    if (this.firstBreak || !head) return;
-    const last = this.expectedSequence - 1;
-    if (head.sequence > last) {
-      this.firstBreak = {
-        sequence: this.expectedSequence,
-        eventId: null,
-        reason: `events ${this.expectedSequence} to ${head.sequence} are missing`,
-      };
-    } else if (head.sequence === last && head.hash !== this.previousHash) {
-      this.firstBreak = { sequence: last, eventId: null, reason: 'the chain does not end with the hash it was sealed with' };
-    }
-  }
-}
-
-/** Where an organization's chain ends (`sequence`, `hash`), and where it now begins: after the last purged event. */
-export interface ChainHead {
-  sequence: number;
-  hash: string;
-  purgedThrough: number;
-  /** The hash of the last purged event, the first kept one's previous hash; null before any purge. */
-  purgedHash: string | null;
-}
-
 /** What one purge removed. */
 export interface AuditPurge {
   purged: number;
@@ -169,7 +54,10 @@ export const MIN_AUDIT_RETENTION_DAYS = 30;
 export function assertRetention(days: number, maxDays: number): void {
   if (!Number.isInteger(days) || days < MIN_AUDIT_RETENTION_DAYS || days > maxDays) {
     throw new DomainError('VALIDATION_FAILED', `retentionDays must be from ${MIN_AUDIT_RETENTION_DAYS} to ${maxDays}`, [
-      { path: 'retentionDays', message: `retentionDays must be a whole number from ${MIN_AUDIT_RETENTION_DAYS} to ${maxDays} (AUDIT_RETENTION_DAYS)` },
+      {
+        path: 'retentionDays',
+        message: `retentionDays must be a whole number from ${MIN_AUDIT_RETENTION_DAYS} to ${maxDays} (AUDIT_RETENTION_DAYS)`,
+      },
     ]);
   }
 }
@@ -193,6 +81,8 @@ export interface Seal {
   sequence: number;
   previousHash: string;
   hash: string;
+  /** On the first event of a new chain: the signature of its keyed start (see `keyedStartMac`). */
+  startMac: string | null;
 }
 
 export abstract class AuditEventRepository {
@@ -206,6 +96,12 @@ export abstract class AuditEventRepository {
   abstract countUnsealed(organizationId: string): Promise<number>;
   /** The organization's last sealed event, as the sealer recorded it, and where a purge left its start; null before the first. */
   abstract head(organizationId: string): Promise<ChainHead | null>;
+  /**
+   * Signs, with `sign`, the keyed start of each chain that began before the chain key, in the
+   * boot whose migrations marked them (AuditChainKey), and only then: a start left unsigned
+   * afterwards is a break, not something a later boot would sign.
+   */
+  abstract signKeyedStarts(sign: (organizationId: string, keyedFrom: number, previousHash: string) => string): Promise<number>;
   /** The chain's start the latest recorded `audit.purged` event names (0: none recorded). */
   abstract recordedPurge(organizationId: string): Promise<number>;
   /** The organization's own retention in days; null: the instance's. */

@@ -30,7 +30,9 @@ export class AuditInboxRow extends AuditContent {
 
 /**
  * The audit log: sealed events, each with its place in its organization's chain, written once
- * by the sealer and never changed. A trigger refuses UPDATE, DELETE and TRUNCATE. No key to the
+ * by the sealer and never changed. A trigger refuses UPDATE and TRUNCATE, and DELETE of an event
+ * younger than its retention; with DATABASE_MIGRATION_URL the service's role may only INSERT
+ * and SELECT (src/database/service-role.ts). No key to the
  * organization: its events outlive it.
  */
 @Entity('audit_events')
@@ -56,6 +58,9 @@ export class AuditChainHeadRow {
   @Column('char', { length: 64 }) hash!: string;
   @Column('bigint', { name: 'purged_through', default: 0 }) purgedThrough!: string;
   @Column('char', { name: 'purged_hash', length: 64, nullable: true }) purgedHash!: string | null;
+  /** The first event linked with the chain key (the ones before have plain SHA-256 links), and that start signed with the key. */
+  @Column('bigint', { name: 'keyed_from', nullable: true }) keyedFrom!: string | null;
+  @Column('char', { name: 'keyed_mac', length: 64, nullable: true }) keyedMac!: string | null;
 }
 
 /** An organization's own audit retention (enterprise); without a row, the instance's AUDIT_RETENTION_DAYS. */

@@ -2,16 +2,24 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { escapeLiteral } from 'pg';
+import { AppliedMigrations } from '../../../database/applied-migrations';
 import { commitCarrier } from '../../../database/preparing-client';
 import { decodeCursor, Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
-import { AuditEvent, AuditEventRepository, AuditFilters, AuditPurge, ChainHead, NewAuditEvent, Seal } from '../domain/audit-event';
+import { ChainHead, GENESIS_HASH } from '../domain/audit-chain';
+import { AuditEvent, AuditEventRepository, AuditFilters, AuditPurge, NewAuditEvent, Seal } from '../domain/audit-event';
+
+/** The migration that gave each chain begun before the chain key its keyed start, for the boot that ran it to sign. */
+const KEYED_START_MIGRATION = 'AuditChainKey1795840000000';
 
 /** Held by the process sealing: one at a time, the others skip their turn. */
 const SEALING_LOCK = "hashtext('platform.audit.sealing')";
 
 @Injectable()
 export class TypeOrmAuditEventRepository extends AuditEventRepository {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly migrations: AppliedMigrations,
+  ) {
     super();
   }
 
@@ -70,13 +78,47 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
   }
 
   async head(organizationId: string): Promise<ChainHead | null> {
-    const [head] = await this.txHost.tx.query<Array<{ sequence: string; hash: string; purged_through: string; purged_hash: string | null }>>(
-      'SELECT sequence, hash, purged_through, purged_hash FROM audit_chain_heads WHERE organization_id = $1',
-      [organizationId],
-    );
+    const [head] = await this.txHost.tx.query<
+      Array<Record<'sequence' | 'hash' | 'purged_through', string> & Record<'purged_hash' | 'keyed_from' | 'keyed_mac', string | null>>
+    >('SELECT sequence, hash, purged_through, purged_hash, keyed_from, keyed_mac FROM audit_chain_heads WHERE organization_id = $1', [
+      organizationId,
+    ]);
     return head
-      ? { sequence: Number(head.sequence), hash: head.hash, purgedThrough: Number(head.purged_through), purgedHash: head.purged_hash }
+      ? {
+          sequence: Number(head.sequence),
+          hash: head.hash,
+          purgedThrough: Number(head.purged_through),
+          purgedHash: head.purged_hash,
+          keyedFrom: head.keyed_from === null ? null : Number(head.keyed_from),
+          keyedMac: head.keyed_mac,
+        }
       : null;
+  }
+
+  /**
+   * The hash a marked start continues from is read from the log (the event before it, or the
+   * last purged one), not from the head: another process may have sealed past it already.
+   */
+  async signKeyedStarts(sign: (organizationId: string, keyedFrom: number, previousHash: string) => string): Promise<number> {
+    if (!this.migrations.ranThisBoot(KEYED_START_MIGRATION)) return 0;
+    const starts = await this.txHost.tx.query<Array<{ organization_id: string; keyed_from: string; previous_hash: string | null }>>(
+      `SELECT h.organization_id, h.keyed_from,
+              CASE WHEN h.keyed_from = 1 THEN $1 WHEN h.purged_through = h.keyed_from - 1 THEN h.purged_hash ELSE e.hash END AS previous_hash
+         FROM audit_chain_heads h
+         LEFT JOIN audit_events e ON e.organization_id = h.organization_id AND e.sequence = h.keyed_from - 1
+        WHERE h.keyed_mac IS NULL AND h.keyed_from IS NOT NULL`,
+      [GENESIS_HASH],
+    );
+    let signed = 0;
+    for (const start of starts) {
+      if (!start.previous_hash) continue;
+      await this.txHost.tx.query('UPDATE audit_chain_heads SET keyed_mac = $2 WHERE organization_id = $1 AND keyed_mac IS NULL', [
+        start.organization_id,
+        sign(start.organization_id, Number(start.keyed_from), start.previous_hash),
+      ]);
+      signed++;
+    }
+    return signed;
   }
 
   async recordedPurge(organizationId: string): Promise<number> {
@@ -152,18 +194,36 @@ export class TypeOrmAuditEventRepository extends AuditEventRepository {
       // out of the inbox (its trigger lets an event go only once it is in the log).
       await tx.query(
         `INSERT INTO audit_events (${CONTENT}, sequence, previous_hash, hash)
-           SELECT ${CONTENT.split(', ').map((column) => `i.${column}`).join(', ')}, s.sequence, s.previous_hash, s.hash
+           SELECT ${CONTENT.split(', ')
+             .map((column) => `i.${column}`)
+             .join(', ')}, s.sequence, s.previous_hash, s.hash
              FROM jsonb_to_recordset($1::jsonb) AS s(id uuid, sequence bigint, previous_hash text, hash text)
              JOIN audit_inbox i ON i.id = s.id`,
-        [JSON.stringify(seals.map((seal) => ({ id: seal.id, sequence: seal.sequence, previous_hash: seal.previousHash, hash: seal.hash })))],
+        [
+          JSON.stringify(
+            seals.map((seal) => ({ id: seal.id, sequence: seal.sequence, previous_hash: seal.previousHash, hash: seal.hash })),
+          ),
+        ],
       );
       await tx.query('DELETE FROM audit_inbox WHERE id = ANY($1::uuid[])', [pending.map((e) => e.id)]);
       const last = new Map(seals.map((s) => [s.organizationId, s]));
+      const starts = new Map(seals.filter((s) => s.startMac).map((s) => [s.organizationId, s.startMac]));
       await tx.query(
-        `INSERT INTO audit_chain_heads (organization_id, sequence, hash)
-           SELECT organization_id, sequence, hash FROM jsonb_to_recordset($1::jsonb) AS h(organization_id uuid, sequence bigint, hash text)
+        `INSERT INTO audit_chain_heads (organization_id, sequence, hash, keyed_from, keyed_mac)
+           SELECT organization_id, sequence, hash, 1, keyed_mac
+             FROM jsonb_to_recordset($1::jsonb) AS h(organization_id uuid, sequence bigint, hash text, keyed_mac text)
          ON CONFLICT (organization_id) DO UPDATE SET sequence = excluded.sequence, hash = excluded.hash`,
-        [JSON.stringify([...last.values()].map((s) => ({ organization_id: s.organizationId, sequence: s.sequence, hash: s.hash })))],
+        [
+          JSON.stringify(
+            [...last.values()].map((s) => ({
+              organization_id: s.organizationId,
+              sequence: s.sequence,
+              hash: s.hash,
+              // A new chain's head is inserted with its keyed start, signed on its first event.
+              keyed_mac: starts.get(s.organizationId) ?? null,
+            })),
+          ),
+        ],
       );
       await sealed(sealedEvents);
       return seals.length;

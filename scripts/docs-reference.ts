@@ -105,6 +105,8 @@ function errors(): string {
 const UNSET: Record<string, string> = {
   DATABASE_URL: 'unset: embedded PGlite',
   DATABASE_READ_URL: 'unset: every read on `DATABASE_URL`',
+  DATABASE_MIGRATION_URL: "unset: the migrations run as `DATABASE_URL`'s role",
+  AUDIT_CHAIN_KEY: 'unset: derived from `SECRETS_KEY`',
   REDIS_URL: 'unset: counters in each process',
   JWT_SECRET: 'unset: generated (refused in production)',
   SECRETS_KEY: 'unset: generated (refused in production)',
@@ -132,6 +134,10 @@ const NOTES: Record<string, string> = {
   DATABASE_URL: '`postgres://user:password@host:5432/db` of the PostgreSQL server',
   DATABASE_READ_URL:
     "`postgres://` URL of a streaming replica of `DATABASE_URL`'s database (same schema; the service never migrates it nor writes to it). The history lists of executions, runs, trigger events and webhook deliveries read from it, on API processes, as far behind as it lags; everything else reads the primary. See [Operating: read replica](../operating.md#read-replica). Needs `DATABASE_URL`",
+  DATABASE_MIGRATION_URL:
+    "`postgres://` URL of the role that migrates and owns the audit log; the service's role (`DATABASE_URL`'s) then gets every other table, and on the audit log only `INSERT` and `SELECT`, so the log is append-only against it too. See [Operating: database roles](../operating.md#database-roles). Needs `DATABASE_URL`",
+  AUDIT_CHAIN_KEY:
+    'Key of the audit log\'s hash chain (HMAC-SHA256), 32 bytes as 64 hex digits or base64. Never in the database, so a chain rewritten there fails `GET /api/audit-events/verify`. Changing it makes every chain fail the check: keep it (or `SECRETS_KEY`) with the backups',
   DATA_DIR: "Embedded mode's database (`pglite/`) and, outside production, the generated JWT secret (`jwt-secret`) and secrets key (`secrets-key`)",
   DB_POOL_SIZE: 'Database connections per process',
   REDIS_URL:

@@ -118,6 +118,38 @@ describe('text from outside that the database cannot hold as it is', () => {
     expect(llm.requests.length - asked).toBe(1);
   });
 
+  it("stores an MCP server's tools as it lists them, lone surrogates U+FFFD and NULs removed, and calls them", async () => {
+    const odd = await startMcpServer([
+      {
+        tool: {
+          name: 'odd',
+          description: `Says ${GARBLED}`,
+          inputSchema: { type: 'object', properties: { note: { type: 'string', description: GARBLED } } },
+        },
+        call: async () => ({ content: [{ type: 'text', text: 'fine' }] }),
+      },
+    ]);
+    try {
+      const connected = await t.http().post('/api/mcp-servers').set(bearer(org.admin)).send({ name: 'odd', url: odd.url });
+      expect(connected.status).toBe(201);
+      expect(connected.body.tools).toMatchObject([
+        {
+          name: 'odd',
+          action: 'mcp.odd.odd',
+          description: `Says ${STORED}`,
+          inputSchema: { properties: { note: { description: STORED } } },
+        },
+      ]);
+      const refreshed = await t.http().post(`/api/mcp-servers/${connected.body.id}/refresh`).set(bearer(org.admin)).send();
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.body.tools[0].description).toBe(`Says ${STORED}`);
+      const body = await run({ steps: [{ id: 'odd', action: 'mcp.odd.odd' }] });
+      expect(body).toMatchObject({ status: 'succeeded', output: { odd: { text: 'fine' } } });
+    } finally {
+      await odd.close();
+    }
+  });
+
   it("keeps an llm.agent's turns storable: the model's tool-call arguments and its answer, and the tool's output", async () => {
     const agent = await registerAgent(t, org, {
       name: 'garbled',

@@ -29,6 +29,14 @@ describe('storable', () => {
     expect(cleaned.c).toBe(dirty.c);
   });
 
+  it('cleans objects made in another realm (as fetch parses a body) and without a prototype', async () => {
+    const { runInNewContext } = await import('node:vm');
+    const foreign = runInNewContext('({ text: "a\\ud800", list: [{ k: "\\u0000" }] })') as object;
+    expect(storable(foreign)).toEqual({ text: 'a\uFFFD', list: [{ k: '' }] });
+    const bare = Object.assign(Object.create(null) as object, { t: '\udc00' });
+    expect(storable(bare)).toEqual({ t: '\uFFFD' });
+  });
+
   it('cleans a top-level string and leaves non-JSON objects alone', () => {
     expect(storable('\ud800')).toBe('\uFFFD');
     const date = new Date(0);

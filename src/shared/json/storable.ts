@@ -52,8 +52,9 @@ function clean(value: unknown): unknown {
   return value;
 }
 
+/** An object literal's kind, of any realm (a body parsed by fetch's Response.json() comes from Node's own). */
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }

@@ -5,6 +5,7 @@ import { Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { EventOutbox } from '../../../shared/events/event-outbox';
 import { schemaProblems } from '../../../shared/json-schema/json-schema.validator';
+import { storable } from '../../../shared/json/storable';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { Installation } from '../domain/installation';
 import { InstallationRepository } from '../domain/installation.repository';
@@ -139,7 +140,8 @@ export class McpServersService {
     }));
     if (problems.length) throw new DomainError('VALIDATION_FAILED', 'The MCP server is not valid', problems);
     try {
-      return await this.plugin.connections!.read(config, READ_TIMEOUT_MS);
+      // The tools as the server describes them, as jsonb can hold them (no lone surrogate, no NUL).
+      return storable(await this.plugin.connections!.read(config, READ_TIMEOUT_MS));
     } catch (error) {
       if (!(error instanceof ExecutionError)) throw error;
       if (error.code === 'OUTBOUND_REFUSED')

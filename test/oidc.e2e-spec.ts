@@ -40,10 +40,10 @@ const newEmail = (who = 'user') => `${who}-${Date.now().toString(36)}-${++emailC
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
 
-function expectOidcInvalid(res: Response): void {
+function expectOidcInvalid(res: Response, code = 'OIDC_INVALID'): void {
   expect({ status: res.status, body: res.body }).toEqual({
     status: 401,
-    body: { error: { code: 'OIDC_INVALID', message: expect.any(String), status: 401 } },
+    body: { error: { code, message: expect.any(String), status: 401 } },
   });
 }
 
@@ -127,18 +127,24 @@ describe('OIDC sign-in', () => {
     return res.body.data as AuditEvent[];
   }
 
-  /** Sends the callback: refused with OIDC_INVALID, the organization's users as they were, and one more failed sign-in in its log. */
-  async function expectRefused(org: TestOrg, send: () => Promise<Response>, neverProvisioned: string[] = []): Promise<void> {
+  /** Sends the callback: refused with `code`, the organization's users as they were, and one more failed sign-in in its log. */
+  async function expectRefused(
+    org: TestOrg,
+    send: () => Promise<Response>,
+    neverProvisioned: string[] = [],
+    code = 'OIDC_INVALID',
+  ): Promise<Response> {
     const users = await usersOf(org);
     const failures = (await auditOf(org, 'auth.signed_in')).filter((e) => e.outcome !== 'success').length;
     const res = await send();
-    expectOidcInvalid(res);
+    expectOidcInvalid(res, code);
     expect(res.body).not.toHaveProperty('accessToken');
     expect(await usersOf(org)).toEqual(users);
     for (const email of neverProvisioned) expect(await userByEmail(email)).toBeUndefined();
     const after = (await auditOf(org, 'auth.signed_in')).filter((e) => e.outcome !== 'success');
     expect(after).toHaveLength(failures + 1);
     expect(after[0]).toMatchObject({ outcome: expect.stringMatching(/^(failure|denied)$/), actor: { type: 'anonymous', via: 'oidc' } });
+    return res;
   }
 
   describe('sign-in', () => {
@@ -317,15 +323,79 @@ describe('OIDC sign-in', () => {
       await expectRefused(org, () => callback(back), [email]);
     });
 
-    it("refuses the provider's own refusal, and an account without a verified email", async () => {
+    it("refuses the provider's own refusal", async () => {
       const org = await oidcOrg();
       const login = await startLogin(org);
       const denied = new URL(callbackUrl(org.slug));
       denied.search = new URLSearchParams({ error: 'access_denied', state: login.searchParams.get('state')! }).toString();
       await expectRefused(org, () => callback(denied));
+    });
 
+    it('refuses an email the provider does not say is verified (email_verified missing or false) with 401 OIDC_EMAIL_NOT_VERIFIED', async () => {
+      const org = await oidcOrg();
+      const missing = newEmail();
+      const res = await expectRefused(
+        org,
+        async () => callback(await throughProvider(org, { email: missing, emailVerified: null })),
+        [missing],
+        'OIDC_EMAIL_NOT_VERIFIED',
+      );
+      expect(res.body.error.message).toBe('The provider did not send email_verified: the email is not known to be verified');
+      const unverified = newEmail();
+      const refused = await expectRefused(
+        org,
+        async () => callback(await throughProvider(org, { email: unverified, emailVerified: false })),
+        [unverified],
+        'OIDC_EMAIL_NOT_VERIFIED',
+      );
+      expect(refused.body.error.message).toBe('The provider says the email is not verified');
+      // An existing user's email without email_verified does not reach the account either.
+      await expectRefused(
+        org,
+        async () => callback(await throughProvider(org, { email: org.member.email, emailVerified: null })),
+        [],
+        'OIDC_EMAIL_NOT_VERIFIED',
+      );
+    });
+
+    it('signs in an email without email_verified when the organization allows unverified emails', async () => {
+      const org = await oidcOrg({ allowUnverifiedEmail: true });
+      expect((await t.http().get('/api/auth/oidc').set(bearer(org.admin))).body).toMatchObject({ allowUnverifiedEmail: true });
       const email = newEmail();
-      await expectRefused(org, async () => callback(await throughProvider(org, { email, emailVerified: false })), [email]);
+      const tokens = await signIn(org, { email, emailVerified: null, groups: ['staff'] });
+      expect((await me(tokens)).body.user).toMatchObject({ email, role: 'member' });
+      await signIn(org, { email: newEmail(), emailVerified: false });
+    });
+
+    it('links an existing user by email at the first sign-in only, then finds it by issuer and subject', async () => {
+      const org = await oidcOrg();
+      const user = await t.addUser(org.id, 'member');
+      const sub = `sub-${randomUUID()}`;
+      const first = await signIn(org, { email: user.email, sub, groups: ['staff'] });
+      expect((await me(first)).body.user).toMatchObject({ id: user.id, email: user.email });
+      expect(await db().query('SELECT issuer, subject, user_id FROM oidc_identities WHERE organization_id = $1', [org.id])).toEqual([
+        { issuer: idp.issuer, subject: sub, user_id: user.id },
+      ]);
+
+      // The email changed at the provider: the same account signs in, its email as it was; no user for the new one.
+      const changed = newEmail('moved');
+      const again = await signIn(org, { email: changed, sub, groups: ['staff'] });
+      expect((await me(again)).body.user).toMatchObject({ id: user.id, email: user.email });
+      expect(await userByEmail(changed)).toBeUndefined();
+
+      // Another subject claiming the linked user's email is refused, and links nothing.
+      const res = await expectRefused(org, async () =>
+        callback(await throughProvider(org, { email: user.email, sub: `sub-${randomUUID()}` })),
+      );
+      expect(res.body.error.message).toBe('This account cannot sign in here');
+      expect(await db().query('SELECT subject FROM oidc_identities WHERE organization_id = $1', [org.id])).toEqual([{ subject: sub }]);
+
+      // A user created by a first sign-in is linked too.
+      const created = newEmail('new');
+      const otherSub = `sub-${randomUUID()}`;
+      const provisioned = (await me(await signIn(org, { email: created, sub: otherSub }))).body.user as { id: string };
+      const renamed = await signIn(org, { email: newEmail('renamed'), sub: otherSub });
+      expect((await me(renamed)).body.user).toMatchObject({ id: provisioned.id, email: created });
     });
 
     it('refuses an instance operator, as SAML does: the account unchanged, a denied sign-in in the log', async () => {
@@ -372,6 +442,7 @@ describe('OIDC sign-in', () => {
         ],
         defaultRole: 'viewer',
         allowedRedirects: [APP],
+        allowUnverifiedEmail: false,
         enabled: true,
         client: { redirectUri: callbackUrl(org.slug), loginUrl: `${publicUrl}/api/auth/oidc/${org.slug}/login` },
       };

@@ -2,7 +2,8 @@
 // (oidc-provider is an ES module; the specs load the app as CommonJS). It listens on loopback and
 // prints `listening <port>` once ready. Clients register themselves (POST /reg, open dynamic
 // registration). Interactions are automated: the test posts the "login form"
-// (POST /interaction/<uid>/login with email, name, groups) and consent is granted for what was asked.
+// (POST /interaction/<uid>/login with email, name, groups; sub, the email unless given; email_verified
+// "false", or "missing" for none) and consent is granted for what was asked.
 // Test controls, under /__control:
 //   POST /__control/rotate               a new signing key (new kid) replaces the old one
 //   POST /__control/tamper {sub, claims}  the next ID token issued to `sub` is re-signed, with the
@@ -121,13 +122,15 @@ const server = createServer(async (req, res) => {
     if (req.method === 'POST' && login) {
       const form = new URLSearchParams(await readBody(req));
       const email = form.get('email');
-      accounts.set(email, {
+      const sub = form.get('sub') || email;
+      const verified = form.get('email_verified');
+      accounts.set(sub, {
         email,
-        email_verified: form.get('email_verified') !== 'false',
+        ...(verified === 'missing' ? {} : { email_verified: verified !== 'false' }),
         name: form.get('name') ?? undefined,
         groups: (form.get('groups') ?? '').split(',').filter(Boolean),
       });
-      return await provider.interactionFinished(req, res, { login: { accountId: email } }, { mergeWithLastSubmission: false });
+      return await provider.interactionFinished(req, res, { login: { accountId: sub } }, { mergeWithLastSubmission: false });
     }
     if (req.method === 'GET' && /^\/interaction\/[^/]+$/.test(url.pathname)) {
       res.writeHead(200, { 'content-type': 'text/html' });

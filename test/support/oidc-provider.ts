@@ -4,9 +4,12 @@ import { join } from 'node:path';
 /** An account as the provider's login form takes it. */
 export interface ProviderAccount {
   email: string;
+  /** The subject (`sub`); the email when left out. */
+  sub?: string;
   name?: string;
   groups?: string[];
-  emailVerified?: boolean;
+  /** true when left out; null: the provider sends no email_verified claim. */
+  emailVerified?: boolean | null;
 }
 
 /** A real oidc-provider on loopback (test/support/oidc-provider-process.mjs, a process of its own). */
@@ -91,6 +94,8 @@ export async function startOidcProvider(): Promise<TestOidcProvider> {
           await res.text();
           const form = new URLSearchParams({ email: account.email, name: account.name ?? '', groups: (account.groups ?? []).join(',') });
           if (account.emailVerified === false) form.set('email_verified', 'false');
+          if (account.emailVerified === null) form.set('email_verified', 'missing');
+          if (account.sub) form.set('sub', account.sub);
           url = new URL(`${url.pathname}/login`, url);
           init = { method: 'POST', body: form.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
           continue;

@@ -1802,7 +1802,7 @@ export interface components {
              * @example PLUGIN_NOT_FOUND
              * @enum {string}
              */
-            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "OIDC_INVALID" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "MCP_SERVER_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "MCP_SERVER_NAME_TAKEN" | "MCP_SERVER_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "MCP_SERVER_UNREACHABLE" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "WORKFLOW_INVALID" | "WORKFLOW_CYCLE" | "LICENSE_INVALID" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SAML_INVALID" | "OIDC_INVALID" | "OIDC_EMAIL_NOT_VERIFIED" | "FORBIDDEN" | "FEATURE_NOT_AVAILABLE" | "LICENSE_REQUIRED" | "SEAT_LIMIT_REACHED" | "NOT_FOUND" | "ORGANIZATION_NOT_FOUND" | "USER_NOT_FOUND" | "PLUGIN_NOT_FOUND" | "PLUGIN_NOT_IN_CATALOG" | "AGENT_NOT_FOUND" | "WORKFLOW_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "TRIGGER_EVENT_NOT_FOUND" | "RUN_NOT_FOUND" | "STEP_NOT_FOUND" | "WEBHOOK_NOT_FOUND" | "SERVICE_ACCOUNT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "MCP_SERVER_NOT_FOUND" | "WEBHOOK_MESSAGE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_TAKEN" | "ORGANIZATION_SLUG_TAKEN" | "PLUGIN_ALREADY_INSTALLED" | "PLUGIN_IN_USE" | "AGENT_IN_USE" | "CONCURRENCY_LIMIT" | "NOT_CANCELABLE" | "STEP_NOT_WAITING" | "RUN_NOT_FINISHED" | "RUN_ALREADY_RETRIED" | "EXECUTION_NOT_FINISHED" | "EXECUTION_ALREADY_RETRIED" | "NOTHING_TO_RETRY" | "WEBHOOK_MESSAGE_PENDING" | "MCP_SERVER_NAME_TAKEN" | "MCP_SERVER_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "SCHEDULE_LIMIT_REACHED" | "TRIGGER_LIMIT_REACHED" | "API_KEY_LIMIT_REACHED" | "SERVICE_ACCOUNT_LIMIT_REACHED" | "WEBHOOK_DISABLED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "MCP_SERVER_UNREACHABLE" | "SERVICE_UNAVAILABLE";
             /** @example Plugin 'slack' is not installed */
             message: string;
             /** @example 404 */
@@ -2218,6 +2218,8 @@ export interface components {
             /** @enum {string} */
             defaultRole: "admin" | "member" | "viewer";
             allowedRedirects: string[];
+            /** @description Whether an email the provider does not say is verified may sign in */
+            allowUnverifiedEmail: boolean;
             enabled: boolean;
             /** @description What to register at the provider */
             client: components["schemas"]["OidcClientResponse"];
@@ -2244,6 +2246,11 @@ export interface components {
             defaultRole?: "admin" | "member" | "viewer";
             /** @description URL prefixes the login may send the browser back to */
             allowedRedirects?: string[];
+            /**
+             * @description Accept an email the provider does not say is verified (`email_verified` missing or false), for a provider that never sends the claim. Off, such a sign-in is 401 OIDC_EMAIL_NOT_VERIFIED: a first sign-in links to the existing user with its email
+             * @default false
+             */
+            allowUnverifiedEmail?: boolean;
             /** @default true */
             enabled?: boolean;
         };
@@ -6760,7 +6767,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error envelope; code OIDC_INVALID */
+            /** @description Error envelope; code OIDC_INVALID | OIDC_EMAIL_NOT_VERIFIED */
             401: {
                 headers: {
                     [name: string]: unknown;

@@ -13,6 +13,10 @@ export const ERROR_CATALOG = {
   INVALID_CREDENTIALS: { status: 401, when: 'login failed, or a refresh token that is unknown, expired or revoked' },
   SAML_INVALID: { status: 401, when: 'a SAML response that fails validation' },
   OIDC_INVALID: { status: 401, when: 'an OpenID Connect sign-in that fails validation (state, code, ID token, claims) or is refused' },
+  OIDC_EMAIL_NOT_VERIFIED: {
+    status: 401,
+    when: "an OpenID Connect sign-in whose email the provider does not say is verified (email_verified missing or false), unless the organization's settings allow it",
+  },
   FORBIDDEN: { status: 403, when: 'the role may not do this; or an API key lacks the scope, or tries what only a signed-in user may do' },
   FEATURE_NOT_AVAILABLE: { status: 403, when: 'the tier does not include the feature' },
   LICENSE_REQUIRED: { status: 403, when: "a tier above what the installation's license allows" },

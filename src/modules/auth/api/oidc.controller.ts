@@ -97,7 +97,7 @@ export class OidcController {
   })
   @ApiOkResponse({ type: TokenPairResponse })
   @ApiFoundResponse({ description: 'To the allowed redirect, with ?code=' })
-  @ApiPublicErrors('OIDC_INVALID', 'NOT_FOUND', 'FEATURE_NOT_AVAILABLE')
+  @ApiPublicErrors('OIDC_INVALID', 'OIDC_EMAIL_NOT_VERIFIED', 'NOT_FOUND', 'FEATURE_NOT_AVAILABLE')
   async callback(@Param('org') org: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const { user, redirect } = await this.signIn.callback(slug(org), req.originalUrl.split('?')[1] ?? '');
     // A browser goes back only where the settings allow, with a code, never the tokens.

@@ -64,6 +64,15 @@ export class OidcSettingsRequest {
   @IsString({ each: true })
   @MaxLength(2048, { each: true })
   allowedRedirects?: string[];
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      'Accept an email the provider does not say is verified (`email_verified` missing or false), for a provider that never sends the ' +
+      'claim. Off, such a sign-in is 401 OIDC_EMAIL_NOT_VERIFIED: a first sign-in links to the existing user with its email',
+  })
+  @Optional()
+  @IsBoolean()
+  allowUnverifiedEmail?: boolean;
   @ApiPropertyOptional({ default: true }) @Optional() @IsBoolean() enabled?: boolean;
 }
 
@@ -81,6 +90,7 @@ export class OidcSettingsResponse {
   @ApiProperty({ type: [OidcRoleMappingBody] }) roleMappings!: OidcRoleMappingBody[];
   @ApiProperty({ enum: ROLES }) defaultRole!: Role;
   @ApiProperty({ type: [String] }) allowedRedirects!: string[];
+  @ApiProperty({ description: 'Whether an email the provider does not say is verified may sign in' }) allowUnverifiedEmail!: boolean;
   @ApiProperty() enabled!: boolean;
   @ApiProperty({ type: OidcClientResponse, description: 'What to register at the provider' }) client!: OidcClientResponse;
 

@@ -130,6 +130,7 @@ export class OidcSettingsService implements OnApplicationBootstrap {
       roleMappings: (input.roleMappings ?? []).map(({ value, role }) => ({ value, role })),
       defaultRole: input.defaultRole ?? 'viewer',
       allowedRedirects: input.allowedRedirects ?? [],
+      allowUnverifiedEmail: input.allowUnverifiedEmail ?? false,
       enabled: input.enabled ?? true,
     };
     assertValidOidcSettings(settings, (host) => allows(this.outbound.allowList, { hostname: host, address: host }));

@@ -7,14 +7,15 @@ import { SubscriptionService } from '../../organizations/application/subscriptio
 import { Organization } from '../../organizations/domain/organization';
 import { OrganizationRepository } from '../../organizations/domain/organization.repository';
 import { User } from '../../users/domain/user';
+import { UserRepository } from '../../users/domain/user.repository';
 import { OidcLogin } from '../domain/oidc-login';
-import { identityFromClaims, OIDC_FEATURE, oidcEndpointsFor } from '../domain/oidc-settings';
+import { identityFromClaims, OIDC_FEATURE, oidcEndpointsFor, OidcIdentity } from '../domain/oidc-settings';
 import { oidcInvalid } from '../domain/oidc.errors';
 import { OidcStore, StoredOidcSettings } from '../domain/oidc.store';
 import { isAllowedRedirect } from '../domain/saml-settings';
 import { LoginCodes } from './login-codes';
 import { isProviderError, OidcProviders } from './oidc-providers';
-import { SsoAccounts } from './sso-accounts';
+import { SsoAccount, SsoAccounts } from './sso-accounts';
 
 interface Enabled {
   organization: Organization;
@@ -26,8 +27,12 @@ interface Enabled {
  * the redirect to the provider (state, nonce and code verifier kept server-side, once, for ten
  * minutes), and the callback: openid-client exchanges the code and verifies the ID token
  * (signature by the provider's JWKS, issuer, audience, expiry, nonce); the user is then
- * provisioned or updated as a SAML sign-in does (SsoAccounts). Every refusal is 401
- * OIDC_INVALID and a failed `auth.signed_in` in the organization's audit log.
+ * provisioned or updated as a SAML sign-in does (SsoAccounts). The user is the one linked to
+ * the ID token's issuer and subject; the first sign-in of a subject links it, to the user
+ * with its (verified) email or to the user it creates, and a user linked to another subject
+ * of the issuer is refused. Every refusal is 401 OIDC_INVALID (OIDC_EMAIL_NOT_VERIFIED for an
+ * email the provider does not say is verified) and a failed `auth.signed_in` in the
+ * organization's audit log.
  */
 @Injectable()
 export class OidcSignInService {
@@ -40,6 +45,7 @@ export class OidcSignInService {
     private readonly subscriptions: SubscriptionService,
     private readonly providers: OidcProviders,
     private readonly accounts: SsoAccounts,
+    private readonly users: UserRepository,
     private readonly codes: LoginCodes,
     private readonly audit: AuditTrail,
   ) {}
@@ -112,14 +118,44 @@ export class OidcSignInService {
     }
 
     const identity = identityFromClaims(settings, claims);
-    if (typeof identity === 'string') throw await this.refuse(organization, identity, 'The provider did not name a usable account');
-    const outcome = await this.accounts.signIn(organization, 'oidc', identity);
+    if ('code' in identity) {
+      const shown = identity.code === 'OIDC_EMAIL_NOT_VERIFIED' ? identity.reason : 'The provider did not name a usable account';
+      throw await this.refuse(organization, identity.reason, shown, undefined, identity.code);
+    }
+    const outcome = await this.accounts.signIn(organization, 'oidc', identity, await this.account(organization, identity));
     if ('refused' in outcome) {
       // A refused account of this organization has its `denied` sign-in already.
       if (!outcome.sameOrganization) throw await this.refuse(organization, outcome.refused, undefined, identity.email);
       throw oidcInvalid('This account cannot sign in here');
     }
     return { user: outcome.user, redirect: login.props.redirect };
+  }
+
+  /**
+   * The user the identity's issuer and subject are linked to; else (a first sign-in) the user
+   * with its email, unless linked to another subject of the issuer, or none (one is created):
+   * linked in the sign-in's transaction.
+   */
+  private async account(organization: Organization, identity: OidcIdentity): Promise<SsoAccount> {
+    const { issuer, subject, email } = identity;
+    const linkedId = await this.store.linkedUser(organization.id, issuer, subject);
+    // The link is deleted with its user: a linked user exists.
+    if (linkedId) return { existing: await this.users.findById(organization.id, linkedId) };
+    const existing = await this.users.findByEmail(email);
+    if (existing?.organizationId === organization.id && (await this.store.linkedSubject(organization.id, issuer, existing.id))) {
+      throw await this.refuse(
+        organization,
+        'the email is of a user linked to another subject of the provider',
+        'This account cannot sign in here',
+        email,
+      );
+    }
+    const onSignedIn = async (user: User) => {
+      if (user.organizationId !== organization.id) return;
+      if (!(await this.store.link(organization.id, issuer, subject, user.id))) throw oidcInvalid('This account cannot sign in here');
+      this.logger.log({ msg: 'OIDC identity linked', organization: organization.slug, userId: user.id, issuer, subject });
+    };
+    return { existing, onSignedIn };
   }
 
   /** `redirect` with a one-time code for the user's token pair (exchanged at POST /api/auth/oidc/exchange). */
@@ -160,6 +196,7 @@ export class OidcSignInService {
     reason: string,
     shown = 'The OIDC sign-in is not valid',
     email?: string,
+    code: 'OIDC_INVALID' | 'OIDC_EMAIL_NOT_VERIFIED' = 'OIDC_INVALID',
   ): Promise<DomainError> {
     this.logger.warn({ msg: 'OIDC sign-in refused', organization: organization.slug, reason });
     await this.audit.record({
@@ -169,6 +206,6 @@ export class OidcSignInService {
       outcome: 'failure',
       actor: { type: 'anonymous', id: null, name: email ?? null, via: 'oidc' },
     });
-    return oidcInvalid(shown);
+    return new DomainError(code, shown);
   }
 }

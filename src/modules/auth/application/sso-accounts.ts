@@ -19,6 +19,14 @@ export interface AssertedUser {
 /** The user signed in, or why the account may not sign in through the organization's IdP. */
 export type SsoOutcome = { user: User } | { refused: string; sameOrganization: boolean };
 
+/** How a sign-in that knows its user otherwise than by email (OIDC: by issuer and subject) signs it in. */
+export interface SsoAccount {
+  /** The user to sign in (null: none yet, one is created), instead of the one with the asserted email. */
+  existing: User | null;
+  /** Runs in the sign-in's transaction with the user signed in (created or updated): a refusal there undoes it. */
+  onSignedIn?: (user: User) => Promise<void>;
+}
+
 /**
  * What SAML and OIDC sign-ins share once the IdP's answer is validated: the user is updated
  * from the assertion (role, names) or created just in time, and the sign-in recorded, in one
@@ -36,8 +44,9 @@ export class SsoAccounts {
     private readonly audit: AuditTrail,
   ) {}
 
-  async signIn(organization: Organization, via: SignInMethod, asserted: AssertedUser): Promise<SsoOutcome> {
-    const existing = await this.users.findByEmail(asserted.email);
+  /** `account`: the user found otherwise than by the asserted email (see SsoAccount). */
+  async signIn(organization: Organization, via: SignInMethod, asserted: AssertedUser, account?: SsoAccount): Promise<SsoOutcome> {
+    const existing = account ? account.existing : await this.users.findByEmail(asserted.email);
     if (existing && (existing.organizationId !== organization.id || !existing.canSignIn || existing.isOperator)) {
       const sameOrganization = existing.organizationId === organization.id;
       const reason = !sameOrganization
@@ -49,13 +58,20 @@ export class SsoAccounts {
       if (sameOrganization) await this.audit.record(signInEntry(existing, via, 'denied'));
       return { refused: reason, sameOrganization };
     }
-    return { user: await this.provision(organization, existing, via, asserted) };
+    return { user: await this.provision(organization, existing, via, asserted, account?.onSignedIn) };
   }
 
-  /** Updates the user from the assertion, or creates it; with its sign-in, in one transaction. */
+  /** Updates the user from the assertion (never its email), or creates it; with its sign-in, in one transaction. */
   @Transactional()
-  private async provision(organization: Organization, existing: User | null, via: SignInMethod, asserted: AssertedUser): Promise<User> {
-    const { email: _email, ...changes } = asserted;
+  private async provision(
+    organization: Organization,
+    existing: User | null,
+    via: SignInMethod,
+    asserted: AssertedUser,
+    onSignedIn?: (user: User) => Promise<void>,
+  ): Promise<User> {
+    const { email, role, firstName, lastName } = asserted;
+    const changes = { role, firstName, lastName };
     let user: User;
     if (existing) {
       existing.change(changes);
@@ -63,9 +79,10 @@ export class SsoAccounts {
       this.logger.log({ msg: 'SSO sign-in', via, organization: organization.slug, userId: existing.id, role: asserted.role });
       user = existing;
     } else {
-      user = await this.usersService.create(organization.id, asserted);
+      user = await this.usersService.create(organization.id, { email, ...changes });
       this.logger.log({ msg: 'SSO sign-in, user provisioned', via, organization: organization.slug, userId: user.id, role: asserted.role });
     }
+    await onSignedIn?.(user);
     await this.audit.record(signInEntry(user, via, 'success'));
     return user;
   }

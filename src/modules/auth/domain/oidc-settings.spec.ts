@@ -12,6 +12,7 @@ const settings = (overrides: Partial<OidcSettings> = {}): OidcSettings => ({
   ],
   defaultRole: 'viewer',
   allowedRedirects: ['https://app.acme.test/'],
+  allowUnverifiedEmail: false,
   enabled: true,
   ...overrides,
 });
@@ -63,8 +64,12 @@ describe('assertValidOidcSettings', () => {
 });
 
 describe('identityFromClaims', () => {
-  it('maps email (lower-cased), names and the role from the configured claims', () => {
-    expect(identityFromClaims(settings(), { sub: '1', email: ' Ada@Corp.TEST ', name: 'Ada King Lovelace', groups: ['staff'] })).toEqual({
+  const ID = { iss: 'https://idp.acme.test', sub: 's-1', email_verified: true };
+
+  it('maps the issuer and subject, email (lower-cased), names and the role from the configured claims', () => {
+    expect(identityFromClaims(settings(), { ...ID, email: ' Ada@Corp.TEST ', name: 'Ada King Lovelace', groups: ['staff'] })).toEqual({
+      issuer: 'https://idp.acme.test',
+      subject: 's-1',
       email: 'ada@corp.test',
       role: 'member',
       firstName: 'Ada',
@@ -72,19 +77,23 @@ describe('identityFromClaims', () => {
     });
     // given_name and family_name, when sent, win over the name split.
     expect(
-      identityFromClaims(settings(), { email: 'a@corp.test', name: 'A B C', given_name: 'Ada', family_name: 'Lovelace' }),
+      identityFromClaims(settings(), { ...ID, email: 'a@corp.test', name: 'A B C', given_name: 'Ada', family_name: 'Lovelace' }),
     ).toMatchObject({
       firstName: 'Ada',
       lastName: 'Lovelace',
     });
-    expect(identityFromClaims(settings(), { email: 'a@corp.test' })).toEqual({
+    expect(identityFromClaims(settings(), { ...ID, email: 'a@corp.test' })).toEqual({
+      issuer: 'https://idp.acme.test',
+      subject: 's-1',
       email: 'a@corp.test',
       role: 'viewer',
       firstName: null,
       lastName: null,
     });
     const custom = settings({ claims: { email: 'upn', name: 'display', groups: 'roles' } });
-    expect(identityFromClaims(custom, { upn: 'b@corp.test', display: 'Bo', roles: 'admins', email: 'other@corp.test' })).toEqual({
+    expect(
+      identityFromClaims(custom, { ...ID, upn: 'b@corp.test', display: 'Bo', roles: 'admins', email: 'other@corp.test' }),
+    ).toMatchObject({
       email: 'b@corp.test',
       role: 'admin',
       firstName: 'Bo',
@@ -92,14 +101,33 @@ describe('identityFromClaims', () => {
     });
   });
 
-  it('answers why, instead of an identity, when the claims name no usable email or an unverified one', () => {
-    expect(identityFromClaims(settings(), { sub: '1' })).toEqual("The provider did not send the email claim 'email'");
-    expect(identityFromClaims(settings(), { email: 42 })).toEqual(expect.stringContaining('did not send'));
-    expect(identityFromClaims(settings(), { email: 'not an email' })).toEqual('The email claim is not a usable email');
-    expect(identityFromClaims(settings(), { email: `${'a'.repeat(320)}@corp.test` })).toEqual('The email claim is not a usable email');
-    expect(identityFromClaims(settings(), { email: 'a@corp.test', email_verified: false })).toEqual(
-      'The provider says the email is not verified',
+  it('answers why, instead of an identity, when the claims name no usable email or no subject', () => {
+    const invalid = (reason: unknown) => ({ code: 'OIDC_INVALID', reason });
+    expect(identityFromClaims(settings(), { ...ID })).toEqual(invalid("The provider did not send the email claim 'email'"));
+    expect(identityFromClaims(settings(), { ...ID, email: 42 })).toEqual(invalid(expect.stringContaining('did not send')));
+    expect(identityFromClaims(settings(), { ...ID, email: 'not an email' })).toEqual(invalid('The email claim is not a usable email'));
+    expect(identityFromClaims(settings(), { ...ID, email: `${'a'.repeat(320)}@corp.test` })).toEqual(
+      invalid('The email claim is not a usable email'),
     );
+    expect(identityFromClaims(settings(), { ...ID, sub: undefined, email: 'a@corp.test' })).toEqual(
+      invalid('The ID token has no iss or sub'),
+    );
+  });
+
+  it('refuses an email the provider does not say is verified (missing or false), unless the settings allow it', () => {
+    const email = 'a@corp.test';
+    expect(identityFromClaims(settings(), { ...ID, email, email_verified: undefined })).toEqual({
+      code: 'OIDC_EMAIL_NOT_VERIFIED',
+      reason: 'The provider did not send email_verified: the email is not known to be verified',
+    });
+    expect(identityFromClaims(settings(), { ...ID, email, email_verified: false })).toEqual({
+      code: 'OIDC_EMAIL_NOT_VERIFIED',
+      reason: 'The provider says the email is not verified',
+    });
+    expect(identityFromClaims(settings(), { ...ID, email, email_verified: 'true' })).toMatchObject({ email });
+    const lenient = settings({ allowUnverifiedEmail: true });
+    expect(identityFromClaims(lenient, { ...ID, email, email_verified: undefined })).toMatchObject({ email });
+    expect(identityFromClaims(lenient, { ...ID, email, email_verified: false })).toMatchObject({ email });
   });
 });
 

@@ -29,6 +29,12 @@ export interface OidcSettings {
   defaultRole: Role;
   /** Where the login may send the browser back to (URL prefixes). */
   allowedRedirects: string[];
+  /**
+   * Accept an email the provider does not say is verified (`email_verified` missing or false):
+   * for a provider that never sends the claim. Off (the default): only `email_verified: true`
+   * signs in, since the email is what links a first sign-in to an existing account.
+   */
+  allowUnverifiedEmail: boolean;
   enabled: boolean;
 }
 
@@ -80,32 +86,54 @@ export function assertValidOidcSettings(settings: OidcSettings, allowsHttp: (hos
 
 /** Who the provider says signed in, as our user needs it. */
 export interface OidcIdentity {
+  /** The provider's `iss` and `sub`: who signed in, whatever the email. */
+  issuer: string;
+  subject: string;
   email: string;
   role: Role;
   firstName: string | null;
   lastName: string | null;
 }
 
+/** Why the claims name no account we can sign in: `code` the error to answer, `reason` for the log. */
+export interface ClaimsRefusal {
+  code: 'OIDC_INVALID' | 'OIDC_EMAIL_NOT_VERIFIED';
+  reason: string;
+}
+
 /**
  * Maps the provider's claims (the ID token's, completed by the userinfo answer) to a user: the
- * email claim (lower-cased; an `email_verified` of false refuses it), the name (the standard
- * given_name and family_name when present, else the name claim split at its first space), and
- * the role from the groups claim. Answers a reason to refuse instead when the claims name no
- * usable email.
+ * issuer and subject, the email claim (lower-cased; refused unless `email_verified` is true, or
+ * the settings allow an unverified email), the name (the standard given_name and family_name
+ * when present, else the name claim split at its first space), and the role from the groups
+ * claim. Answers a refusal instead when the claims name no usable account.
  */
 export function identityFromClaims(
-  settings: Pick<OidcSettings, 'claims' | 'roleMappings' | 'defaultRole'>,
+  settings: Pick<OidcSettings, 'claims' | 'roleMappings' | 'defaultRole' | 'allowUnverifiedEmail'>,
   claims: Record<string, unknown>,
-): OidcIdentity | string {
+): OidcIdentity | ClaimsRefusal {
+  const invalid = (reason: string): ClaimsRefusal => ({ code: 'OIDC_INVALID', reason });
+  const { iss: issuer, sub: subject } = claims;
+  if (typeof issuer !== 'string' || !issuer || typeof subject !== 'string' || !subject) return invalid('The ID token has no iss or sub');
   const rawEmail = claims[settings.claims.email];
-  if (typeof rawEmail !== 'string') return `The provider did not send the email claim '${settings.claims.email}'`;
+  if (typeof rawEmail !== 'string') return invalid(`The provider did not send the email claim '${settings.claims.email}'`);
   const email = rawEmail.trim().toLowerCase();
-  if (email.length > 320 || !/^[^\s@]+@[^\s@]+$/.test(email)) return 'The email claim is not a usable email';
-  if (claims.email_verified === false) return 'The provider says the email is not verified';
+  if (email.length > 320 || !/^[^\s@]+@[^\s@]+$/.test(email)) return invalid('The email claim is not a usable email');
+  // Some providers send the claim as a string.
+  const verified = claims.email_verified === true || claims.email_verified === 'true';
+  if (!verified && !settings.allowUnverifiedEmail) {
+    const reason =
+      claims.email_verified === undefined
+        ? 'The provider did not send email_verified: the email is not known to be verified'
+        : 'The provider says the email is not verified';
+    return { code: 'OIDC_EMAIL_NOT_VERIFIED', reason };
+  }
   const groups = many(claims[settings.claims.groups]);
   const name = limited(claims[settings.claims.name]);
   const [first, ...rest] = name ? name.split(/\s+/) : [];
   return {
+    issuer,
+    subject,
     email,
     role: roleForGroups(settings, groups),
     firstName: limited(claims.given_name) ?? limited(first),

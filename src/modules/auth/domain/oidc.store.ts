@@ -22,6 +22,16 @@ export abstract class OidcStore {
    */
   abstract takeLogin(organizationId: string, stateHash: string): Promise<OidcLogin | null>;
 
+  /** The user the provider's `issuer` and `subject` (`iss`, `sub`) are linked to in the organization; null when none. */
+  abstract linkedUser(organizationId: string, issuer: string, subject: string): Promise<string | null>;
+  /** The subject the user is linked to at `issuer`; null when none. */
+  abstract linkedSubject(organizationId: string, issuer: string, userId: string): Promise<string | null>;
+  /**
+   * Links the user to the provider's `issuer` and `subject`; false when either is linked
+   * already (to another subject or user: a sign-in that raced this one).
+   */
+  abstract link(organizationId: string, issuer: string, subject: string, userId: string): Promise<boolean>;
+
   /** Forgets used or expired sign-ins. */
   abstract purge(): Promise<void>;
 }

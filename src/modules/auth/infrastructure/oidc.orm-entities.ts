@@ -28,3 +28,22 @@ export class OidcLoginRow {
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 }) expiresAt!: Date;
   @Column('timestamp with time zone', { name: 'used_at', precision: 3, nullable: true }) usedAt!: Date | null;
 }
+
+/**
+ * Who a user is at the organization's provider: its issuer and subject (the ID token's `iss`
+ * and `sub`), recorded at the first sign-in that linked them by email. Later sign-ins find the
+ * user by these, not by the email (a changed email at the provider does not move the account);
+ * a user is linked to one subject per issuer.
+ */
+@Entity('oidc_identities')
+@Index('oidc_identities_user_issuer_key', ['organizationId', 'issuer', 'userId'], { unique: true })
+@Index('oidc_identities_user_idx', ['userId'])
+export class OidcIdentityRow {
+  @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId!: string;
+  @ManyToOne('OrganizationRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'organization_id' }) organization?: object;
+  @PrimaryColumn('varchar', { length: 2048 }) issuer!: string;
+  @PrimaryColumn('varchar', { length: 255 }) subject!: string;
+  @Column('uuid', { name: 'user_id' }) userId!: string;
+  @ManyToOne('UserRow', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: object;
+  @Column('timestamp with time zone', { name: 'linked_at', precision: 3, default: () => 'now()' }) linkedAt!: Date;
+}

@@ -28,13 +28,15 @@ export class TypeOrmOidcStore extends OidcStore {
   }
 
   async settings(organizationId: string): Promise<StoredOidcSettings | null> {
-    const [row] = await this.query<{ settings: OidcSettings; sealed_client_secret: string; updated_at: Date }>(
-      'SELECT settings, sealed_client_secret, updated_at FROM oidc_settings WHERE organization_id = $1',
-      [organizationId],
-    );
+    const [row] = await this.query<{
+      settings: Partial<OidcSettings> & Omit<OidcSettings, 'allowUnverifiedEmail'>;
+      sealed_client_secret: string;
+      updated_at: Date;
+    }>('SELECT settings, sealed_client_secret, updated_at FROM oidc_settings WHERE organization_id = $1', [organizationId]);
     if (!row) return null;
     return {
-      settings: row.settings,
+      // Settings saved before a field existed have its default.
+      settings: { allowUnverifiedEmail: false, ...row.settings },
       clientSecret: this.box.open(row.sealed_client_secret, owner(organizationId)),
       updatedAt: new Date(row.updated_at),
     };
@@ -83,6 +85,33 @@ export class TypeOrmOidcStore extends OidcStore {
           expiresAt: new Date(row.expires_at),
         })
       : null;
+  }
+
+  async linkedUser(organizationId: string, issuer: string, subject: string): Promise<string | null> {
+    const [row] = await this.query<{ user_id: string }>(
+      'SELECT user_id FROM oidc_identities WHERE organization_id = $1 AND issuer = $2 AND subject = $3',
+      [organizationId, issuer, subject],
+    );
+    return row?.user_id ?? null;
+  }
+
+  async linkedSubject(organizationId: string, issuer: string, userId: string): Promise<string | null> {
+    const [row] = await this.query<{ subject: string }>(
+      'SELECT subject FROM oidc_identities WHERE organization_id = $1 AND issuer = $2 AND user_id = $3',
+      [organizationId, issuer, userId],
+    );
+    return row?.subject ?? null;
+  }
+
+  async link(organizationId: string, issuer: string, subject: string, userId: string): Promise<boolean> {
+    const rows = await this.query(
+      `WITH linked AS (
+         INSERT INTO oidc_identities (organization_id, issuer, subject, user_id) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT * FROM linked`,
+      [organizationId, issuer, subject, userId],
+    );
+    return rows.length > 0;
   }
 
   async purge(): Promise<void> {

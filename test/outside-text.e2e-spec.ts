@@ -3,6 +3,7 @@ import { answer, FakeLlm, startFakeLlm, toolCalls } from './support/fake-llm';
 import { LoopbackServer, startLoopbackServer } from './support/loopback-server';
 import { LoopbackMcpServer, startMcpServer } from './support/mcp-server';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { Receiver } from './support/webhook-receiver';
 
 jest.setTimeout(60_000);
 
@@ -37,8 +38,11 @@ describe('text from outside that the database cannot hold as it is', () => {
   let mcp: LoopbackMcpServer;
   let web: LoopbackServer;
   let llm: FakeLlm;
+  let receiver: Receiver;
 
   beforeAll(async () => {
+    receiver = new Receiver();
+    await receiver.start();
     mcp = await startMcpServer([
       {
         tool: { name: 'garble', description: 'Answers garbled text', inputSchema: { type: 'object' } },
@@ -61,7 +65,7 @@ describe('text from outside that the database cannot hold as it is', () => {
   });
   afterAll(async () => {
     await t.close();
-    await Promise.all([mcp.close(), web.close(), llm.close()]);
+    await Promise.all([mcp.close(), web.close(), llm.close(), receiver.close()]);
   });
 
   /** Runs a one-off workflow, waiting for its end; answers the run as stored (read again). */
@@ -170,5 +174,23 @@ describe('text from outside that the database cannot hold as it is', () => {
       toolCalls: [{ callId: 'call_1', arguments: { note: STORED }, status: 'succeeded', output: { text: STORED } }],
     });
     expect(second).toMatchObject({ content: STORED });
+  });
+
+  it("keeps a webhook receiver's answer in the delivery log without its NUL", async () => {
+    const owner = await t.newOrg('team');
+    const hook = await t
+      .http()
+      .post('/api/webhooks')
+      .set(bearer(owner.admin))
+      .send({ url: receiver.url('/nul'), eventTypes: ['plugin.*'] });
+    expect(hook.status).toBe(201);
+    receiver.script('/nul', { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok\u0000done' });
+    const res = await t.http().post(`/api/webhooks/${hook.body.id}/test`).set(bearer(owner.admin)).send({});
+    expect(res.status).toBe(200);
+    expect(res.body.attempt).toMatchObject({ statusCode: 200, responseBody: 'okdone', error: null });
+    // Sent once: the attempt was recorded as it went, not sent again because it could not be.
+    expect(receiver.on('/nul')).toHaveLength(1);
+    const detail = await t.http().get(`/api/webhooks/${hook.body.id}/deliveries/${res.body.messageId}`).set(bearer(owner.viewer));
+    expect(detail.body).toMatchObject({ status: 'succeeded', attemptLog: [{ statusCode: 200, responseBody: 'okdone' }] });
   });
 });

@@ -14,6 +14,7 @@ import { WebhookEndpoint } from '../domain/endpoint';
 import { DeliveryAttempt, WebhookMessage } from '../domain/message';
 import { nextAttemptDelay, parseRetryAfter } from '../domain/retry-schedule';
 import { signatureHeader } from '../../../shared/crypto/standard-webhooks';
+import { storableText } from '../../../shared/json/storable';
 import { EndpointRepository, MessageRepository, StartedDelivery } from '../domain/webhook.repository';
 import { DeliveryJobs } from './delivery-jobs';
 import { EndpointSlots } from './endpoint-slots';
@@ -167,7 +168,8 @@ export class WebhookSender implements OnModuleInit {
       });
       return record({
         statusCode: response.status,
-        responseBody: response.body.subarray(0, LOGGED_BODY_BYTES).toString('utf8'),
+        // As the delivery log can hold it: a NUL in text is refused by PostgreSQL.
+        responseBody: storableText(response.body.subarray(0, LOGGED_BODY_BYTES).toString('utf8')),
         retryAfterMs: parseRetryAfter(response.headers['retry-after'], new Date()),
       });
     } catch (error) {

@@ -1,4 +1,6 @@
 import type { Request, Response } from 'express';
+import { setCredentialCheck } from '../auth/credential-check';
+import { DomainError } from '../errors/domain-error';
 import { LiveSource, LiveStreams, LiveView } from './live-record';
 
 /** A record of one part whose status is `status` (final when `done`). */
@@ -91,6 +93,45 @@ describe('LiveStreams', () => {
     const again = fakeResponse();
     await streams.stream(request(), again.res, view('a', true), source([]));
     expect(again.ended()).toBe(true);
+  });
+
+  /** A source whose record never moves: each watch waits its whole timeout (here a few ms, on a real timer). */
+  const still = (): LiveSource => ({
+    organizationId: 'org-1',
+    read: () => Promise.resolve(view('a')),
+    watch: <T>() => new Promise<T | null>((resolve) => setTimeout(() => resolve(null), 5)),
+  });
+
+  it('ends a stream whose credential the check refuses: an error event with the envelope, then the end', async () => {
+    const streams = new LiveStreams();
+    streams.credentialCheckMs = 10;
+    const req = request();
+    let checks = 0;
+    setCredentialCheck(req, async () => {
+      // The first check fails for another reason (the database away): the stream goes on.
+      if (++checks === 1) throw new Error('connection refused');
+      if (checks === 3) throw new DomainError('UNAUTHORIZED', 'The API key is not valid');
+    });
+    const { res, written, ended } = fakeResponse();
+    await streams.stream(req, res, view('a'), still(), 1000);
+    expect(checks).toBe(3);
+    // Heartbeats aside (the watches that timed out meanwhile).
+    expect(written().replace(/: heartbeat\n\n/g, '')).toBe(
+      'event: state\nid: a\ndata: {"thing":{"status":"a"}}\n\n' +
+        'event: error\ndata: {"error":{"code":"UNAUTHORIZED","message":"The API key is not valid","status":401}}\n\n',
+    );
+    expect(ended()).toBe(true);
+  });
+
+  it('ends a stream after maxSeconds with a reconnect event', async () => {
+    const streams = new LiveStreams();
+    streams.maxSeconds = 0.02;
+    const { res, written, ended } = fakeResponse();
+    await streams.stream(request(), res, view('a'), still(), 1000);
+    expect(written().replace(/: heartbeat\n\n/g, '')).toBe(
+      'event: state\nid: a\ndata: {"thing":{"status":"a"}}\n\nevent: reconnect\ndata: {}\n\n',
+    );
+    expect(ended()).toBe(true);
   });
 
   it('ends its streams when the application shuts down', async () => {

@@ -8,7 +8,7 @@ import { Principal } from '../../../shared/auth/principal';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
 import { TIER_AUDIT_VISIBLE_DAYS, TIER_FEATURES } from '../../licensing/domain/tiers';
 import { SubscriptionService } from '../../organizations/application/subscription.service';
-import { ChainCheck, ChainKey, chainHash, ChainWalker, GENESIS_HASH, keyedStartMac } from '../domain/audit-chain';
+import { ChainCheck, ChainKey, chainHash, chainKey, ChainWalker, GENESIS_HASH, keyedStartMac } from '../domain/audit-chain';
 import { AuditEvent, AuditEventRepository, AuditFilters, assertRetention, presented, Seal } from '../domain/audit-event';
 
 /** Events sealed per transaction. */
@@ -45,6 +45,7 @@ export const AUDIT_FULL_FEATURE = 'audit.full';
 @Injectable()
 export class AuditEventsService implements OnModuleInit {
   private nextPurgeAt = 0;
+  private readonly key: ChainKey;
 
   constructor(
     private readonly config: AppConfig,
@@ -53,12 +54,13 @@ export class AuditEventsService implements OnModuleInit {
     private readonly subscriptions: SubscriptionService,
     private readonly audit: AuditTrail,
     private readonly outbox: EventOutbox,
-  ) {}
+  ) {
+    this.key = chainKey(config.audit.chainKey);
+  }
 
   async onModuleInit(): Promise<void> {
-    const key = this.config.audit.chainKey;
     await this.events.signKeyedStarts((organizationId, keyedFrom, previousHash) =>
-      keyedStartMac(key, organizationId, keyedFrom, previousHash),
+      keyedStartMac(this.key, organizationId, keyedFrom, previousHash),
     );
     this.reconciler.addChore(() => this.sealPending());
     this.reconciler.addChore(() => this.purgeWhenDue());
@@ -91,7 +93,7 @@ export class AuditEventsService implements OnModuleInit {
       const sealed = await this.events.sealPending(
         organizationId,
         SEAL_BATCH,
-        (events, heads) => seal(events, heads, this.config.audit.chainKey),
+        (events, heads) => seal(events, heads, this.key),
         (events) => this.stream(events),
       );
       if (sealed) this.outbox.committed();
@@ -124,7 +126,7 @@ export class AuditEventsService implements OnModuleInit {
     await this.subscriptions.assertFeature(organizationId, AUDIT_FULL_FEATURE);
     await this.sealPending(organizationId);
     const head = await this.events.head(organizationId);
-    const walker = ChainWalker.from(head, this.config.audit.chainKey, organizationId);
+    const walker = ChainWalker.from(head, this.key, organizationId);
     walker.start(head, await this.events.recordedPurge(organizationId));
     for (let from = walker.nextSequence; !walker.firstBreak; from += READ_BATCH) {
       const batch = await this.events.chain(organizationId, from, READ_BATCH);

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { ChainHead, chainHash, ChainWalker, GENESIS_HASH, keyedStartMac } from './audit-chain';
+import { ChainHead, chainHash, ChainKey, chainKey, ChainWalker, GENESIS_HASH, keyedStartMac } from './audit-chain';
 import { AuditEvent } from './audit-event';
 
 const ORG = '0f8e4a52-6c1b-4d39-9a7e-2b5c8d1e3f40';
-const KEY = randomBytes(32);
+const KEY = chainKey(randomBytes(32));
 
 function event(n: number, overrides: Partial<AuditEvent> = {}): Omit<AuditEvent, 'hash' | 'previousHash' | 'sequence'> {
   return {
@@ -24,7 +24,7 @@ function event(n: number, overrides: Partial<AuditEvent> = {}): Omit<AuditEvent,
  * `count` events chained from the genesis hash, as the sealer writes them: with `key` from
  * `keyedFrom` on, with plain SHA-256 before (events sealed before the chain was keyed).
  */
-function chain(count: number, key: Buffer | null = KEY, keyedFrom = 1): AuditEvent[] {
+function chain(count: number, key: ChainKey | null = KEY, keyedFrom = 1): AuditEvent[] {
   const sealed: AuditEvent[] = [];
   let previousHash = GENESIS_HASH;
   for (let n = 1; n <= count; n++) {
@@ -167,7 +167,7 @@ describe('the audit chain', () => {
       reason: 'its content does not match its hash (it was changed)',
     });
     // The same with a key of their own, and a keyed start they signed with it.
-    const otherKey = randomBytes(32);
+    const otherKey = chainKey(randomBytes(32));
     const forged = chain(3, otherKey);
     expect(walk(forged, headOf(forged, 1, otherKey)).firstBreak).toEqual({
       sequence: 1,

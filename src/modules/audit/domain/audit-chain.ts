@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, KeyObject } from 'node:crypto';
 import { canonicalJson } from '../../../shared/json/canonical-json';
 import type { AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../../../shared/audit/audit-trail';
 
@@ -24,7 +24,12 @@ interface AuditEvent {
  * who can write the database but does not hold the key cannot compute a link: a rewritten
  * chain fails `verify`.
  */
-export type ChainKey = Buffer;
+export type ChainKey = KeyObject;
+
+/** The chain key from its bytes: a KeyObject, since an HMAC keyed with a Buffer costs ten times more per event. */
+export function chainKey(bytes: Buffer): ChainKey {
+  return createSecretKey(bytes);
+}
 
 /** The hash the chain starts from: the "previous hash" of an organization's first event. */
 export const GENESIS_HASH = '0'.repeat(64);

@@ -242,7 +242,7 @@ describe('agents that call tools (llm.agent)', () => {
       // The workflow ran once, started by the execution.
       const runs = await t.http().get(`/api/workflows/${doubleIt}/runs`).set(bearer(org.viewer));
       expect(runs.body.data).toEqual([
-        expect.objectContaining({ status: 'succeeded', output: 42, triggeredBy: { type: 'agent_execution', id: executionId } }),
+        expect.objectContaining({ status: 'succeeded', output: 42, triggeredBy: { type: 'agent_execution', id: executionId, person: org.member.id } }),
       ]);
 
       // Tokens by organization and model.
@@ -597,7 +597,7 @@ describe('agents that call tools (llm.agent)', () => {
           status: 'succeeded',
           input: { inches: 10 },
           output: { cm: 25.4 },
-          triggeredBy: { type: 'agent_execution', id: res.body.id },
+          triggeredBy: { type: 'agent_execution', id: res.body.id, person: org.member.id },
         }),
       ]);
     });

@@ -535,9 +535,9 @@ describe('workflow schedules', () => {
         id: expect.stringMatching(UUID),
         workflowId,
         input: { n: 21 },
-        triggeredBy: { type: 'schedule', id: schedule.id, scheduledFor: isoString },
+        triggeredBy: { type: 'schedule', id: schedule.id, scheduledFor: isoString, person: org.admin.id },
       });
-      expect(Object.keys(run.triggeredBy).sort()).toEqual(['id', 'scheduledFor', 'type']);
+      expect(Object.keys(run.triggeredBy).sort()).toEqual(['id', 'person', 'scheduledFor', 'type']);
       const scheduledFor = Date.parse(run.triggeredBy.scheduledFor!);
       expect(scheduledFor).toBeGreaterThanOrEqual(before - 1000);
       expect(scheduledFor).toBeLessThanOrEqual(after + 1000);

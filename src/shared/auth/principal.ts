@@ -53,29 +53,58 @@ export type WebhookTrigger = { type: 'webhook'; id: string; eventId: string };
  */
 export type McpTrigger = { type: 'mcp'; id: string; keyId?: string };
 
-/** What started an execution or a run, as its `triggeredBy` shows it. */
-export type Trigger =
+/**
+ * What started an execution or a run, as its `triggeredBy` shows it. `person` is the user behind
+ * it where that is not its `id`: a personal key's owner, whoever pressed a schedule's trigger
+ * now or replayed a trigger's event, and for what a run or an execution started (a child run,
+ * an agent's tool call) the person behind that one, so the top-level starter's.
+ */
+export type Trigger = (
   | ApiTrigger
   | McpTrigger
   | ScheduleTrigger
   | WebhookTrigger
   | { type: 'workflow_run'; id: string }
   /** Another agent's execution, whose model called this agent or workflow as a tool. */
-  | { type: 'agent_execution'; id: string };
+  | { type: 'agent_execution'; id: string }
+) & { person?: string };
+
+/** The person behind a caller: the signed-in user, a personal key's owner; a service account's key has none. */
+export function personOf(principal: Principal): string | undefined {
+  const { credential } = principal;
+  return credential.type === 'api_key' && credential.serviceAccountId ? undefined : principal.userId;
+}
+
+/** The person behind what `trigger` started; none for a service account's key, an outside request or a schedule's own time. */
+export function personBehind(trigger: Trigger): string | undefined {
+  if (trigger.person) return trigger.person;
+  // Recorded before `person` was: a session's user is the id, and so is an MCP client's (a service account's never matches one).
+  return trigger.type === 'user' || trigger.type === 'mcp' ? trigger.id : undefined;
+}
+
+/** `{ person }` for a trigger, or nothing when there is none. */
+export function withPerson(person: string | undefined): { person?: string } {
+  return person ? { person } : {};
+}
 
 /** The trigger of something a caller starts through the API. */
-export function triggerOf(principal: Principal): ApiTrigger {
+export function triggerOf(principal: Principal): ApiTrigger & { person?: string } {
   const { credential } = principal;
   if (credential.type === 'session') return { type: 'user', id: principal.userId };
   return {
     type: 'api_key',
     id: credential.keyId,
-    ...(credential.serviceAccountId ? { serviceAccountId: credential.serviceAccountId } : {}),
+    ...(credential.serviceAccountId ? { serviceAccountId: credential.serviceAccountId } : withPerson(principal.userId)),
   };
 }
 
 /** The trigger of something an MCP client starts through `/api/mcp`. */
-export function mcpTriggerOf(principal: Principal): McpTrigger {
+export function mcpTriggerOf(principal: Principal): McpTrigger & { person?: string } {
   const { credential } = principal;
-  return { type: 'mcp', id: principal.userId, ...(credential.type === 'api_key' ? { keyId: credential.keyId } : {}) };
+  return {
+    type: 'mcp',
+    id: principal.userId,
+    ...(credential.type === 'api_key' ? { keyId: credential.keyId } : {}),
+    ...withPerson(personOf(principal)),
+  };
 }

@@ -17,4 +17,11 @@ export class TriggeredByResponse {
   scheduledFor?: string;
   @ApiPropertyOptional({ format: 'uuid', description: 'The event of the webhook trigger that started it (type webhook)' })
   eventId?: string;
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description:
+      "The user behind it where that is not `id`: a personal key's owner, whoever pressed trigger now or replayed the event, " +
+      'the person behind the run or execution that started it. None for a service account, an outside request or a schedule',
+  })
+  person?: string;
 }

@@ -6,7 +6,10 @@
 export const ERROR_CATALOG = {
   VALIDATION_FAILED: { status: 400, when: 'body, query or path fails validation; malformed JSON' },
   WORKFLOW_INVALID: { status: 400, when: 'a workflow definition fails graph checks' },
-  WORKFLOW_CYCLE: { status: 400, when: 'a workflow that would run itself through the workflows its workflow steps start' },
+  WORKFLOW_CYCLE: {
+    status: 400,
+    when: 'a workflow or an agent that would start itself through the workflows and agents its steps and tools start',
+  },
   LICENSE_INVALID: { status: 400, when: 'a license key that fails verification' },
   UNAUTHORIZED: { status: 401, when: 'no token, bad token, bad signature, wrong issuer or audience' },
   TOKEN_EXPIRED: { status: 401, when: 'the access token has expired' },

@@ -95,7 +95,7 @@ export class AgentsController {
   @Roles('admin')
   @ApiOperation({ summary: 'Change an agent (its kind is fixed); executions already queued run with the new config' })
   @ApiOkResponse({ type: AgentResponse })
-  @ApiErrors('VALIDATION_FAILED', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND')
+  @ApiErrors('VALIDATION_FAILED', 'WORKFLOW_CYCLE', 'FORBIDDEN', 'AGENT_NOT_FOUND', 'PLUGIN_NOT_FOUND')
   async update(
     @CurrentPrincipal() caller: Principal,
     @Param('id', UuidParam) id: string,

@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { later, RunResult, RunSignals } from '../../../queue/durable-jobs';
+import { personBehind } from '../../../shared/auth/principal';
 import { CapabilityRunner, isRetryable, PluginConfigs } from '../../plugins/application/capability-runner';
 import { ExecutionRepository, StartedAttempt } from '../domain/execution.repository';
 import { AgentRunner } from './agent-runner';
@@ -37,6 +38,7 @@ export class AgentExecutor implements OnModuleInit {
       agent: { organizationId: execution.organizationId, kind: attempt.kind, config: attempt.config },
       executionId: execution.id,
       depth: 0,
+      person: personBehind(execution.triggeredBy),
       first: execution.attempts === 1,
       pluginConfig: await this.pluginConfigs.get(execution.organizationId, attempt.kind),
       input: execution.input,

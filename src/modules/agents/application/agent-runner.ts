@@ -8,8 +8,10 @@ import { AgentTools } from './tools/agent-tools';
 export interface AgentAttempt extends Omit<CapabilityCall, 'kind' | 'qualified' | 'organizationId' | 'config' | 'agentLoop'> {
   agent: { organizationId: string; kind: string; config: JsonObject };
   executionId: string;
-  /** How deep in agents calling agents the execution is (0: started on its own). */
+  /** How deep the execution is among runs and executions starting one another (0: started on its own). */
   depth: number;
+  /** The person behind the execution (personBehind its trigger). */
+  person?: string;
   /** The execution's first attempt: nothing was committed before it, so its journal is not read. */
   first: boolean;
 }
@@ -23,7 +25,7 @@ export class AgentRunner {
   ) {}
 
   async run(attempt: AgentAttempt): Promise<Outcome> {
-    const { agent, executionId, depth, first, ...call } = attempt;
+    const { agent, executionId, depth, person, first, ...call } = attempt;
     const base = {
       ...call,
       kind: 'agentKinds' as const,
@@ -39,6 +41,7 @@ export class AgentRunner {
       config: agent.config,
       deadline: Date.now() + call.timeoutMs,
       depth,
+      person,
       first,
     });
     if (Array.isArray(ports))

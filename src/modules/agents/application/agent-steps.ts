@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { personBehind, withPerson } from '../../../shared/auth/principal';
 import { CANCELED, Outcome } from '../../../shared/jobs/outcome';
 import { Agent } from '../domain/agent';
 import { AgentRepository } from '../domain/agent.repository';
@@ -18,6 +19,10 @@ export interface AgentStepAttempt {
   /** The step's execution, the same for every attempt of the step. */
   executionId: string;
   runId: string;
+  /** The run's depth: the execution is at the same depth. */
+  depth: number;
+  /** The person behind the run, behind its step's execution too. */
+  person?: string;
   stepId: string;
   input: unknown;
   timeoutMs: number;
@@ -51,7 +56,7 @@ export class AgentSteps {
     return this.runOwned({
       agent: step.agent,
       executionId: step.executionId,
-      triggeredBy: { type: 'workflow_run', id: step.runId },
+      triggeredBy: { type: 'workflow_run', id: step.runId, ...withPerson(step.person) },
       idempotencyKey: `${step.runId}:${step.stepId}`,
       input: step.input,
       timeoutMs: step.timeoutMs,
@@ -59,7 +64,7 @@ export class AgentSteps {
       cancel: step.cancel,
       lease: step.lease,
       context: { runId: step.runId, stepId: step.stepId, executionId: step.executionId },
-      depth: 0,
+      depth: step.depth,
     });
   }
 
@@ -70,6 +75,7 @@ export class AgentSteps {
    */
   async runOwned(owned: OwnedAttempt): Promise<Outcome> {
     const { agent, triggeredBy, ...attempt } = owned;
+    attempt.person ??= personBehind(triggeredBy);
     const started = await this.executions.startOwned({
       id: owned.executionId,
       organizationId: agent.organizationId,

@@ -35,6 +35,8 @@ export function agentNotFound(): DomainError {
 
 @Injectable()
 export class AgentsService implements OnModuleInit {
+  private readonly changeChecks: Array<(agent: Agent) => Promise<void>> = [];
+
   constructor(
     private readonly agents: AgentRepository,
     private readonly plugins: PluginsService,
@@ -49,6 +51,16 @@ export class AgentsService implements OnModuleInit {
     this.pluginUsage.register(async (organizationId, slug) =>
       (await this.agents.namesUsingPlugin(organizationId, slug)).map((name) => `agent '${name}'`),
     );
+  }
+
+  /** A check of an agent about to be saved with its changes, which refuses it by throwing (workflows register their cycle check). */
+  checkChanges(check: (agent: Agent) => Promise<void>): void {
+    this.changeChecks.push(check);
+  }
+
+  /** The agent, or null (a malformed id is none). */
+  find(organizationId: string, id: string): Promise<Agent | null> {
+    return UUID.test(id) ? this.agents.find(organizationId, id) : Promise.resolve(null);
   }
 
   async get(organizationId: string, id: string): Promise<Agent> {
@@ -99,6 +111,7 @@ export class AgentsService implements OnModuleInit {
     assertMcpExposure(changes.mcp);
     const before = described(agent);
     agent.change(changes);
+    for (const check of this.changeChecks) await check(agent);
     // The event first: it commits with the update either way, and the row's lock, taken by the
     // update, is then held for no more than the update and the commit.
     await this.audit.record({ ...audited(agent, 'agent.updated'), changes: changedFields(before, described(agent)) });

@@ -3,7 +3,7 @@ import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { Submission, Submitted } from '../../../queue/durable-jobs';
 import { AuditTrail } from '../../../shared/audit/audit-trail';
-import { Principal } from '../../../shared/auth/principal';
+import { personBehind, Principal, withPerson } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { CANCELED, Failure } from '../../../shared/jobs/outcome';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
@@ -38,8 +38,11 @@ export interface RunRequest {
   version?: number | null;
   /** The run's id, when the caller recorded it already (a trigger's event). */
   runId?: string;
-  /** The run whose workflow step starts this one, and its depth. */
-  parent?: { runId: string; depth: number };
+  /**
+   * What starts this one, and its depth (the new run is one deeper): a run's workflow step
+   * (`runId`), or an agent's tool call (`runId` null: the run has no parent run).
+   */
+  parent?: { runId: string | null; depth: number };
   /** The run this one retries, and the step records it takes over from it by id (the others start pending). */
   retry?: { of: string; kept: ReadonlyMap<string, StepRun> };
 }
@@ -227,7 +230,7 @@ export class RunsService implements ChildRuns {
       workflowId,
       input,
       idempotencyKey: key,
-      triggeredBy: { type: 'workflow_run', id: parent.id },
+      triggeredBy: { type: 'workflow_run', id: parent.id, ...withPerson(personBehind(parent.triggeredBy)) },
       parent: { runId: parent.id, depth: parent.depth },
     });
     return this.settle(submitted, waitMs / 1000);

@@ -1,6 +1,8 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { withPerson } from '../../../shared/auth/principal';
 import { DomainError, ErrorDetail } from '../../../shared/errors/domain-error';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
+import { MAX_NESTING_DEPTH } from '../../../shared/jobs/nesting';
 import { AgentTools } from '../../agents/application/tools/agent-tools';
 import { ToolConfig, ToolDescription, ToolInvocation, toolName, ToolSource } from '../../agents/application/tools/tool-source';
 import { ToolResult } from '../../plugins/domain/agent-loop';
@@ -36,6 +38,11 @@ export class WorkflowToolSource implements ToolSource, OnModuleInit {
   }
 
   async call(tool: ToolConfig, invocation: ToolInvocation): Promise<ToolResult> {
+    if (invocation.depth + 1 > MAX_NESTING_DEPTH)
+      return {
+        status: 'failed',
+        error: { code: 'WORKFLOW_DEPTH', message: `Runs and executions start one another at most ${MAX_NESTING_DEPTH} deep` },
+      };
     let run;
     try {
       run = await this.runs.run(invocation.organizationId, {
@@ -43,7 +50,8 @@ export class WorkflowToolSource implements ToolSource, OnModuleInit {
         input: invocation.input,
         waitSeconds: Math.max(0, invocation.deadline - Date.now()) / 1000,
         idempotencyKey: invocation.idempotencyKey,
-        triggeredBy: { type: 'agent_execution', id: invocation.executionId },
+        triggeredBy: { type: 'agent_execution', id: invocation.executionId, ...withPerson(invocation.person) },
+        parent: { runId: null, depth: invocation.depth },
       });
     } catch (error) {
       if (error instanceof DomainError) return { status: 'failed', error: { code: error.code, message: error.message } };

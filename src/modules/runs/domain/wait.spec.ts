@@ -47,6 +47,21 @@ describe('wait approvers', () => {
     expect(startedRun({ type: 'schedule', id: 's-1', scheduledFor: '2026-01-01T00:00:00Z' }, session())).toBe(false);
   });
 
+  it('knows the person behind a run, whichever way either of them went', () => {
+    const personalKey = session({ credential: { type: 'api_key', keyId: 'k-9', serviceAccountId: null, scopes: null } });
+    // Started with a personal key, answered with a session, and the other way round.
+    expect(startedRun({ type: 'api_key', id: 'k-9', person: 'u-1' }, session())).toBe(true);
+    expect(startedRun({ type: 'user', id: 'u-1' }, personalKey)).toBe(true);
+    // Trigger now, a replay, a parent run, an agent's tool: the person recorded with it.
+    expect(startedRun({ type: 'schedule', id: 's-1', scheduledFor: '2026-01-01T00:00:00Z', person: 'u-1' }, session())).toBe(true);
+    expect(startedRun({ type: 'webhook', id: 't-1', eventId: 'e-1', person: 'u-1' }, personalKey)).toBe(true);
+    expect(startedRun({ type: 'workflow_run', id: 'r-1', person: 'u-1' }, session())).toBe(true);
+    expect(startedRun({ type: 'agent_execution', id: 'x-1', person: 'u-2' }, session())).toBe(false);
+    // A service account's key has no person: a person recorded does not match it, its own key and account do.
+    expect(startedRun({ type: 'workflow_run', id: 'r-1', person: 'sa-1' }, viaKey())).toBe(false);
+    expect(startedRun({ type: 'mcp', id: 'sa-1', keyId: 'k-2' }, viaKey())).toBe(true);
+  });
+
   it('names who answered: a user with their email, or the key', () => {
     expect(answeredBy(session())).toEqual({ type: 'user', id: 'u-1', email: 'Ada@Example.com' });
     expect(answeredBy(viaKey())).toEqual({ type: 'api_key', id: 'k-1' });

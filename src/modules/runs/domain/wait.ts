@@ -1,4 +1,4 @@
-import type { Principal, Trigger } from '../../../shared/auth/principal';
+import { personBehind, personOf, type Principal, type Trigger } from '../../../shared/auth/principal';
 import type { Approvers, WaitDefinition } from '../../workflows/domain/definition';
 
 /** Who answered a wait: a user or an API key through the API, or an event. */
@@ -63,9 +63,15 @@ export function isApprover(approvers: Approvers | null, caller: Principal): bool
   return users?.some((u) => u === caller.userId || u.toLowerCase() === email) ?? false;
 }
 
-/** Whether the caller started the run (as a user, or through a key or its service account). */
+/**
+ * Whether the caller started the run: the same person, by whatever path either went (a session,
+ * a personal key, trigger now, a replay, a parent run, an agent's tool), or the same key or
+ * service account (which has no person, so it is refused only as itself).
+ */
 export function startedRun(triggeredBy: Trigger, caller: Principal): boolean {
-  if (triggeredBy.type === 'user' || triggeredBy.type === 'mcp') return triggeredBy.id === caller.userId;
+  const person = personOf(caller);
+  if (person && personBehind(triggeredBy) === person) return true;
+  if (triggeredBy.type === 'mcp') return triggeredBy.id === caller.userId;
   if (triggeredBy.type !== 'api_key') return false;
   const key = caller.credential.type === 'api_key' ? caller.credential.keyId : null;
   return triggeredBy.id === key || (triggeredBy.serviceAccountId !== undefined && triggeredBy.serviceAccountId === caller.userId);

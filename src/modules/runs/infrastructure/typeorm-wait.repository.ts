@@ -126,15 +126,18 @@ export class TypeOrmWaitRepository extends WaitRepository {
       const [createdAt, runId, stepId] = decodeWaitCursor(page.cursor);
       after = `AND (w.created_at, w.run_id, w.step_id) > ($${params.push(createdAt)}, $${params.push(runId)}, $${params.push(stepId)})`;
     }
-    // Approvers as `isApprover` reads them; a run's starter is left out where it may not approve.
+    // Approvers as `isApprover` reads them; a run's starter is left out where it may not approve
+    // (`startedRun`: the person behind it, or the key or service account itself).
     const rows = await this.query<RawWait>(
       `SELECT w.* FROM workflow_run_waits w JOIN workflow_runs r ON r.id = w.run_id
        WHERE w.organization_id = $1 AND w.status = 'pending' AND w.kind = 'approval' AND (w.timeout_at IS NULL OR w.timeout_at > now())
          AND (COALESCE(w.approvers->'roles', '["admin","member"]'::jsonb) ? $2
               OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(COALESCE(w.approvers->'users', '[]'::jsonb)) u(v) WHERE u.v = $3 OR lower(u.v) = $4))
-         AND (w.self_approval OR NOT (
-               (r.triggered_by->>'type' = 'user' AND r.triggered_by->>'id' = $3)
-               OR (r.triggered_by->>'type' = 'api_key' AND (r.triggered_by->>'id' = $5 OR r.triggered_by->>'serviceAccountId' = $3))))
+         AND (w.self_approval OR NOT COALESCE(
+               r.triggered_by->>'person' = $3
+               OR (r.triggered_by->>'type' IN ('user', 'mcp') AND r.triggered_by->>'id' = $3)
+               OR (r.triggered_by->>'type' = 'api_key' AND (r.triggered_by->>'id' = $5 OR r.triggered_by->>'serviceAccountId' = $3)),
+             false))
          ${after}
        ORDER BY w.created_at, w.run_id, w.step_id LIMIT $${params.push(page.limit + 1)}`,
       params,

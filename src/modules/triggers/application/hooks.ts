@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { isUUID } from 'class-validator';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../../../config/app-config';
+import { withPerson } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { ExpressionFailure, ExpressionSandbox } from '../../../shared/expressions/expression-sandbox';
 import { assertStorableText, depthExceeds, MAX_JSON_DEPTH } from '../../../shared/http/request-body';
@@ -124,6 +125,8 @@ export class Hooks {
     currentVersion: number,
     request: StoredRequest,
     meta: { source: string; dedupeKey: string | null; replayOf: string | null },
+    /** Who replays the event; none for a request from outside. */
+    person?: string,
   ): Promise<HookAnswer> {
     const event: TriggerEvent = {
       id: timeOrderedId(),
@@ -146,7 +149,7 @@ export class Hooks {
           // The trigger's lookup found the workflow live: its version is all the run needs.
           version: trigger.workflowVersion ?? currentVersion,
           runId: event.runId!,
-          triggeredBy: { type: 'webhook', id: trigger.id, eventId: event.id },
+          triggeredBy: { type: 'webhook', id: trigger.id, eventId: event.id, ...withPerson(person) },
         });
       });
       // A repeated delivery: the trigger has an event with its dedupe key (an earlier one, or a concurrent one now committed).

@@ -1,7 +1,7 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
-import { Principal } from '../../../shared/auth/principal';
+import { personOf, Principal, withPerson } from '../../../shared/auth/principal';
 import { OrganizationShares } from '../../../shared/fairness/organization-shares';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { assertTenantSchema } from '../../../shared/json-schema/json-schema.validator';
@@ -108,7 +108,7 @@ export class SchedulesService {
       workflowId,
       input: schedule.input,
       waitSeconds: 0,
-      triggeredBy: { type: 'schedule', id: schedule.id, scheduledFor: new Date().toISOString() },
+      triggeredBy: { type: 'schedule', id: schedule.id, scheduledFor: new Date().toISOString(), ...withPerson(personOf(caller)) },
     });
   }
 

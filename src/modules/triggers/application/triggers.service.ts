@@ -1,7 +1,7 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { AuditTrail, changedFields } from '../../../shared/audit/audit-trail';
-import { Principal } from '../../../shared/auth/principal';
+import { personOf, Principal } from '../../../shared/auth/principal';
 import { DomainError } from '../../../shared/errors/domain-error';
 import { expressionProblem } from '../../../shared/expressions/expression-check';
 import { Page, PageRequest } from '../../../shared/pagination/cursor';
@@ -110,6 +110,7 @@ export class TriggersService {
       workflow.version,
       { headers, query, body },
       { source: event.source, dedupeKey: null, replayOf: event.id },
+      personOf(caller),
     );
   }
 

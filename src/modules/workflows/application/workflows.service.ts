@@ -11,8 +11,9 @@ import { PluginRegistry } from '../../plugins/application/plugin-registry';
 import { PluginsService } from '../../plugins/application/plugins.service';
 import { PluginUsage } from '../../plugins/domain/installation.repository';
 import { connectionOf, installationSlug } from '../../plugins/domain/plugin';
-import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, WorkflowDefinition, workflowDefinitionSchema } from '../domain/definition';
+import { DefinitionContext, JsonObject, WORKFLOW_LIMITS, workflowDefinitionSchema } from '../domain/definition';
 import { UUID } from '../../../shared/http/uuid-param.pipe';
+import { agentNode, refuseStartCycle, StartGraph, workflowNode } from './start-cycles';
 import { StepRules } from './step-rules';
 import { Workflow } from '../domain/workflow';
 import { WorkflowRepository, WorkflowVersion } from '../domain/workflow.repository';
@@ -43,6 +44,9 @@ export class WorkflowsService implements OnModuleInit {
     );
     this.pluginUsage.register(async (organizationId, slug) =>
       (await this.workflows.namesUsingPlugin(organizationId, slug)).map((name) => `workflow '${name}'`),
+    );
+    this.agents.checkChanges((agent) =>
+      refuseStartCycle(this.graph(agent.organizationId), { kind: 'agent', id: agent.id }, agentNode(agent.name, agent.config)),
     );
   }
 
@@ -77,38 +81,19 @@ export class WorkflowsService implements OnModuleInit {
     const workflow = await this.get(caller.organizationId, id);
     const before = described(workflow);
     workflow.redefine(definition, await this.context(caller.organizationId, definition));
-    await this.refuseCycle(workflow);
+    const { organizationId } = workflow.toProps();
+    await refuseStartCycle(this.graph(organizationId), { kind: 'workflow', id }, workflowNode(workflow.definition));
     await this.workflows.addVersion(workflow, caller.userId);
     await this.audit.record({ ...audited(workflow, 'workflow.version_created'), changes: changedFields(before, described(workflow)) });
     return workflow;
   }
 
-  /**
-   * WORKFLOW_CYCLE when the workflow's workflow steps, through the current versions of the
-   * workflows they start, would start it again (a new workflow cannot be reached yet).
-   */
-  private async refuseCycle(workflow: Workflow): Promise<void> {
-    const { organizationId, id } = workflow.toProps();
-    const seen = new Map<string, string[]>([[id, [workflow.definition.name]]]);
-    const queue: Array<{ definition: WorkflowDefinition; path: string[] }> = [
-      { definition: workflow.definition, path: [workflow.definition.name] },
-    ];
-    for (let next = queue.shift(); next && seen.size <= MAX_WORKFLOWS_FOLLOWED; next = queue.shift()) {
-      for (const called of startedWorkflows(next.definition)) {
-        if (called === id) {
-          throw new DomainError(
-            'WORKFLOW_CYCLE',
-            `The workflow would start itself: ${[...next.path, workflow.definition.name].join(' -> ')}`,
-          );
-        }
-        if (seen.has(called)) continue;
-        const found = await this.workflows.find(organizationId, called);
-        if (!found) continue;
-        const path = [...next.path, found.definition.name];
-        seen.set(called, path);
-        queue.push({ definition: found.definition, path });
-      }
-    }
+  /** The organization's saved workflows and agents, as the cycle check follows them. */
+  private graph(organizationId: string): StartGraph {
+    return {
+      workflow: async (id) => (UUID.test(id) ? ((await this.workflows.find(organizationId, id))?.definition ?? null) : null),
+      agent: (id) => this.agents.find(organizationId, id),
+    };
   }
 
   async versions(caller: Principal, id: string, page: PageRequest): Promise<Page<WorkflowVersion>> {
@@ -188,14 +173,6 @@ function audited(workflow: Workflow, action: 'workflow.created' | 'workflow.vers
 /** A workflow as the audit log shows it: its name and current version (the versions themselves are kept with the workflow). */
 function described(workflow: Workflow) {
   return { name: workflow.name, version: workflow.version };
-}
-
-/** Workflows a cycle check follows at most. */
-const MAX_WORKFLOWS_FOLLOWED = 200;
-
-/** The workflows a definition's workflow steps start. */
-function startedWorkflows(definition: WorkflowDefinition): string[] {
-  return definition.steps.flatMap((s) => (s.workflow ? [s.workflow] : []));
 }
 
 /** A reference in a map's inner step. */

@@ -11,9 +11,6 @@ import { AgentDeltas } from '../agent-deltas';
 import { ExecutionJobs } from '../execution-jobs';
 import { ToolConfig, ToolInvocation, ToolSource } from './tool-source';
 
-/** Agents calling agents as tools go at most this deep. */
-export const MAX_AGENT_DEPTH = 3;
-
 /** An execution about to run an agent of a kind that calls tools. */
 export interface LoopExecution {
   organizationId: string;
@@ -22,7 +19,10 @@ export interface LoopExecution {
   config: JsonObject;
   /** When the execution times out (epoch ms). */
   deadline: number;
+  /** How deep it is among runs and executions starting one another (MAX_NESTING_DEPTH). */
   depth: number;
+  /** The person behind it (personBehind its trigger): what its tools start is theirs too. */
+  person?: string;
   /** Its first attempt: its journal is empty, and is not read. */
   first: boolean;
 }
@@ -92,6 +92,7 @@ export class AgentTools {
           idempotencyKey: `${execution.executionId}:${call.turn}:${call.callId}`,
           deadline: execution.deadline,
           depth: execution.depth,
+          person: execution.person,
         }),
       delta: (turn, text) => this.deltas.emit(execution.executionId, turn, text),
     };

@@ -1,14 +1,16 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { withPerson } from '../../../../shared/auth/principal';
 import { stableUuid } from '../../../../shared/crypto/stable-uuid';
 import { ErrorDetail } from '../../../../shared/errors/domain-error';
 import { UUID } from '../../../../shared/http/uuid-param.pipe';
+import { MAX_NESTING_DEPTH } from '../../../../shared/jobs/nesting';
 import { CapabilityRunner, PluginConfigs } from '../../../plugins/application/capability-runner';
 import { ToolResult } from '../../../plugins/domain/agent-loop';
 import { AgentRepository } from '../../domain/agent.repository';
 import { AgentSteps } from '../agent-steps';
 import { AgentUsage } from '../agents.service';
 import { toolResult } from './action.tool';
-import { AgentTools, MAX_AGENT_DEPTH } from './agent-tools';
+import { AgentTools } from './agent-tools';
 import { ToolConfig, ToolDescription, ToolInvocation, toolName, ToolSource } from './tool-source';
 
 /**
@@ -51,15 +53,18 @@ export class AgentToolSource implements ToolSource, OnModuleInit {
   }
 
   async call(tool: ToolConfig, invocation: ToolInvocation): Promise<ToolResult> {
-    if (invocation.depth + 1 > MAX_AGENT_DEPTH)
-      return { status: 'failed', error: { code: 'AGENT_DEPTH_LIMIT', message: `Agents call agents at most ${MAX_AGENT_DEPTH} deep` } };
+    if (invocation.depth + 1 > MAX_NESTING_DEPTH)
+      return {
+        status: 'failed',
+        error: { code: 'AGENT_DEPTH_LIMIT', message: `Runs and executions start one another at most ${MAX_NESTING_DEPTH} deep` },
+      };
     const agent = await this.agents.find(invocation.organizationId, tool.agent as string);
     if (!agent) return { status: 'failed', error: { code: 'AGENT_NOT_FOUND', message: 'The agent no longer exists' } };
     const executionId = stableUuid(invocation.idempotencyKey);
     const outcome = await this.steps.runOwned({
       agent,
       executionId,
-      triggeredBy: { type: 'agent_execution', id: invocation.executionId },
+      triggeredBy: { type: 'agent_execution', id: invocation.executionId, ...withPerson(invocation.person) },
       idempotencyKey: invocation.idempotencyKey,
       input: invocation.input,
       timeoutMs: Math.max(1, Math.min(agent.timeoutMs, invocation.deadline - Date.now())),

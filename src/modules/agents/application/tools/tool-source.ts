@@ -26,8 +26,10 @@ export interface ToolInvocation {
   signal: AbortSignal;
   /** When the execution times out (epoch ms). */
   deadline: number;
-  /** How deep in agents calling agents the calling execution is (0: started on its own). */
+  /** How deep the calling execution is among runs and executions starting one another (0: started on its own). */
   depth: number;
+  /** The person behind the calling execution, who is behind what the tool starts too. */
+  person?: string;
 }
 
 /**

@@ -150,6 +150,25 @@ describe('llm.agent', () => {
     });
   });
 
+  it('starts at most maxParallelToolCalls of one turn, and tells the model the rest were refused', async () => {
+    const ports = new MemoryPorts();
+    const asked = Array.from({ length: 50 }, (_, i) => ({ id: `c${i}`, name: 'lookup', arguments: { i } }));
+    llm.script(toolCalls(asked), answer('Some of them'));
+    const output = await run(ports);
+    // The default: 8 of the 50 run, the 42 others are answered TOOL_CALL_LIMIT without running.
+    expect(ports.calls.map((c) => c.callId)).toEqual(asked.slice(0, 8).map((c) => c.id));
+    expect(output).toMatchObject({ text: 'Some of them', toolCalls: 50 });
+    const results = sentBody(llm.requests[1]).messages.filter((m) => m.role === 'tool');
+    expect(results).toHaveLength(50);
+    expect(results[8]).toMatchObject({ tool_call_id: 'c8', content: expect.stringContaining('TOOL_CALL_LIMIT') });
+    expect(results.filter((m) => String(m.content).includes('TOOL_CALL_LIMIT'))).toHaveLength(42);
+
+    const fewer = new MemoryPorts();
+    llm.script(toolCalls(asked.slice(0, 5)), answer('Two'));
+    await run(fewer, { maxParallelToolCalls: 2 });
+    expect(fewer.calls.map((c) => c.callId)).toEqual(['c0', 'c1']);
+  });
+
   it('asks once for a repair of an answer that does not match output.schema', async () => {
     const ports = new MemoryPorts();
     const output = { schema: { type: 'object', required: ['city'], properties: { city: { type: 'string' } } } };

@@ -13,6 +13,7 @@ export const MAX_TOOL_CONTENT = 16_384;
 export const LLM_AGENT_LIMITS = {
   maxTurns: { min: 1, max: 50, default: 10 },
   maxTokens: { min: 1, max: 10_000_000, default: 50_000 },
+  maxParallelToolCalls: { min: 1, max: 32, default: 8 },
   tools: 64,
 } as const;
 
@@ -24,6 +25,7 @@ export interface LlmAgentConfig {
   tools?: Array<Record<string, unknown>>;
   maxTurns?: number;
   maxTokens?: number;
+  maxParallelToolCalls?: number;
   output?: { schema: JsonSchema };
 }
 
@@ -71,6 +73,13 @@ export const llmAgentManifest: CapabilityManifest = {
       },
       maxTurns: { type: 'integer', minimum: LLM_AGENT_LIMITS.maxTurns.min, maximum: LLM_AGENT_LIMITS.maxTurns.max, default: 10 },
       maxTokens: { type: 'integer', minimum: LLM_AGENT_LIMITS.maxTokens.min, maximum: LLM_AGENT_LIMITS.maxTokens.max, default: 50_000 },
+      maxParallelToolCalls: {
+        type: 'integer',
+        minimum: LLM_AGENT_LIMITS.maxParallelToolCalls.min,
+        maximum: LLM_AGENT_LIMITS.maxParallelToolCalls.max,
+        default: LLM_AGENT_LIMITS.maxParallelToolCalls.default,
+        description: 'Tool calls one turn may start; the calls a turn asks for beyond them are refused to the model (TOOL_CALL_LIMIT).',
+      },
       output: {
         type: 'object',
         additionalProperties: false,
@@ -117,6 +126,7 @@ export function llmAgent(client: HttpClient): Capability {
 class Conversation {
   private readonly maxTurns: number;
   private readonly maxTokens: number;
+  private readonly maxParallel: number;
   private readonly model: string;
 
   constructor(
@@ -129,6 +139,7 @@ class Conversation {
   ) {
     this.maxTurns = config.maxTurns ?? LLM_AGENT_LIMITS.maxTurns.default;
     this.maxTokens = config.maxTokens ?? LLM_AGENT_LIMITS.maxTokens.default;
+    this.maxParallel = config.maxParallelToolCalls ?? LLM_AGENT_LIMITS.maxParallelToolCalls.default;
     this.model = config.model ?? install.defaultModel;
   }
 
@@ -171,7 +182,10 @@ class Conversation {
     const finishedAt = new Date();
     const turn: JournalTurn = { turn: n, reply, repair: null, startedAt, finishedAt, calls: [] };
     const withinBounds = n < this.maxTurns && tokensOf([...turns, turn]) <= this.maxTokens;
-    if (reply.toolCalls.length && withinBounds) turn.calls = reply.toolCalls.map((call) => startedCall(call, finishedAt));
+    if (reply.toolCalls.length && withinBounds)
+      turn.calls = reply.toolCalls.map((call, i) =>
+        i < this.maxParallel ? startedCall(call, finishedAt) : refusedCall(call, finishedAt, this.maxParallel),
+      );
     else if (!reply.toolCalls.length && withinBounds && !turns.some((t) => t.repair)) turn.repair = this.repairOf(reply);
     // The model's text and its calls' arguments as the journal can hold them (no lone surrogate, no NUL).
     const kept = storable(turn);
@@ -260,6 +274,18 @@ class Conversation {
 }
 
 /** A call of a new turn: arguments that are not JSON are answered at once, without running the tool. */
+/** A call past the turn's `maxParallelToolCalls`: committed with its refusal, never run; the model reads why. */
+function refusedCall(call: { id: string; name: string; arguments: string }, at: Date, max: number): JournalCall {
+  const refusal: ToolResult = {
+    status: 'failed',
+    error: {
+      code: 'TOOL_CALL_LIMIT',
+      message: `A turn may start at most ${max} tool calls; this one was not run: ask for it again in the next turn`,
+    },
+  };
+  return { ...startedCall(call, at), result: refusal, finishedAt: at };
+}
+
 function startedCall(call: { id: string; name: string; arguments: string }, at: Date): JournalCall {
   const parsed = parseJson(call.arguments.trim() === '' ? '{}' : call.arguments);
   const result: ToolResult | null = parsed.ok

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { personBehind } from '../../../../shared/auth/principal';
 import { canceled, Outcome } from '../../../../shared/jobs/outcome';
 import { AgentSteps } from '../../../agents/application/agent-steps';
 import { Agent } from '../../../agents/domain/agent';
@@ -32,6 +33,8 @@ export class AgentStep implements StepKind {
       agent,
       executionId: executionId!,
       runId: run.id,
+      depth: run.depth,
+      person: personBehind(run.triggeredBy),
       stepId: callId,
       input,
       timeoutMs: step.timeoutMs ?? agent.timeoutMs,

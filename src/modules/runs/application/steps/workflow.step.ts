@@ -1,14 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { DomainError } from '../../../../shared/errors/domain-error';
+import { MAX_NESTING_DEPTH } from '../../../../shared/jobs/nesting';
 import { failed } from '../../../../shared/jobs/outcome';
 import { DefinitionContext, StepDefinition } from '../../../workflows/domain/definition';
 import { isRunFinished, Run } from '../../domain/run';
 import { RunRepository } from '../../domain/run.repository';
 import { StepAnswer, StepContext, StepKind } from './step-kind';
-
-/** How deep runs may start runs: a top-level run is 0. */
-export const MAX_RUN_DEPTH = 5;
 
 /**
  * How long the parent's worker waits for a child it just started before it lets go: a child
@@ -57,8 +55,8 @@ export class WorkflowStep implements StepKind {
       child = await this.runs.findById(record.childRunId);
       if (!child) return { ...failed('RUN_NOT_FOUND', `The child run ${record.childRunId} is gone`), childRunId: record.childRunId };
     } else {
-      if (run.depth + 1 > MAX_RUN_DEPTH)
-        return failed('WORKFLOW_DEPTH', `A run ${run.depth} levels deep cannot start another (at most ${MAX_RUN_DEPTH} levels)`);
+      if (run.depth + 1 > MAX_NESTING_DEPTH)
+        return failed('WORKFLOW_DEPTH', `A run ${run.depth} levels deep cannot start another (at most ${MAX_NESTING_DEPTH} levels)`);
       try {
         child = await this.childRuns().startChild(run, step.workflow!, input, `${run.id}:${callId}`, wait ? CHILD_GRACE_MS : 0);
       } catch (error) {

@@ -2659,6 +2659,11 @@ export interface components {
              * @description The event of the webhook trigger that started it (type webhook)
              */
             eventId?: string;
+            /**
+             * Format: uuid
+             * @description The user behind it where that is not `id`: a personal key's owner, whoever pressed trigger now or replayed the event, the person behind the run or execution that started it. None for a service account, an outside request or a schedule
+             */
+            person?: string;
         };
         ExecutionResponse: {
             /** Format: uuid */
@@ -9759,7 +9764,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
-            /** @description Error envelope; code VALIDATION_FAILED */
+            /** @description Error envelope; code VALIDATION_FAILED | WORKFLOW_CYCLE */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1128,13 +1128,13 @@ describe('API keys', () => {
       const { id, key } = await personalKey(org.member);
       const executed = await post(key, `/api/agents/${agentId}/execute`, { input: { text: 'a' } });
       expect(executed.status).toBe(200);
-      expect(executed.body.triggeredBy).toStrictEqual({ type: 'api_key', id });
+      expect(executed.body.triggeredBy).toStrictEqual({ type: 'api_key', id, person: org.member.id });
       expect((await get(org.viewer, `/api/agents/${agentId}/history/${executed.body.id}`)).body.triggeredBy).toStrictEqual({
         type: 'api_key',
         id,
       });
       const ran = await post(key, `/api/workflows/${workflowId}/run`, { input: {} });
-      expect(ran.body.triggeredBy).toStrictEqual({ type: 'api_key', id });
+      expect(ran.body.triggeredBy).toStrictEqual({ type: 'api_key', id, person: org.member.id });
 
       const withJwt = await post(org.member, `/api/agents/${agentId}/execute`, { input: { text: 'a' } });
       expect(withJwt.body.triggeredBy).toStrictEqual({ type: 'user', id: org.member.id });

@@ -66,6 +66,7 @@ const WRITTEN_FOR = [
   '1795820000000-OidcSignIn',
   '1795830000000-SamlSpKeys',
   '1795840000000-AuditChainKey',
+  '1796195877061-OidcIdentities',
 ];
 const MIGRATIONS_DIR = join(__dirname, '../../src/database/migrations');
 const UPGRADES = [{ pending: 2 }, { pending: 1 }];

@@ -485,6 +485,10 @@ export async function upgradeFixture(input: FixtureInput) {
       ],
     ],
     [
+      'oidc_identities',
+      [{ organization_id: acme, issuer: oidcSettings.issuer, subject: 'acme-subject-1', user_id: admin, linked_at: at(595) }],
+    ],
+    [
       'saml_sessions',
       [
         {

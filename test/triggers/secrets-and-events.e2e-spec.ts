@@ -169,7 +169,7 @@ describe('inbound webhook triggers', () => {
 
       const run = await settled(workflowId, replayed.runId);
       expect(run).toMatchObject({ status: 'succeeded', input: { n: 5 }, output: 10 });
-      expect(run.triggeredBy).toEqual({ type: 'webhook', id: trigger.id, eventId: replayed.eventId });
+      expect(run.triggeredBy).toEqual({ type: 'webhook', id: trigger.id, eventId: replayed.eventId, person: org().member.id });
       expect((await runsOf(workflowId)).map((r) => r.id).sort()).toEqual([original.runId, replayed.runId].sort());
 
       const logged = await events(trigger);

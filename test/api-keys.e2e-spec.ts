@@ -1132,6 +1132,7 @@ describe('API keys', () => {
       expect((await get(org.viewer, `/api/agents/${agentId}/history/${executed.body.id}`)).body.triggeredBy).toStrictEqual({
         type: 'api_key',
         id,
+        person: org.member.id,
       });
       const ran = await post(key, `/api/workflows/${workflowId}/run`, { input: {} });
       expect(ran.body.triggeredBy).toStrictEqual({ type: 'api_key', id, person: org.member.id });

@@ -47,10 +47,11 @@ module.exports = async () => {
   if (!(await redisSpecs())) skipped.push('/test/redis-only/');
   return {
     testTimeout: 30000,
-    // \`npm test\` runs the specs one at a time in a worker process (--maxWorkers=1), which Jest
-    // replaces once a spec file leaves it holding more than this: each file's module graph (the
-    // whole Nest app, loaded as ES modules) is not all reclaimed, and one process running every
-    // file in turn once ran out of its 4 GB heap.
+    // \`npm test\` runs the spec files in two worker processes (--maxWorkers=2), each on a database
+    // of its own (test/setup/worker-database.ts). Jest replaces a worker once a spec file leaves
+    // it holding more than this: each file's module graph (the whole Nest app, loaded as ES
+    // modules) is not all reclaimed, and one process running every file in turn once ran out of
+    // its 4 GB heap.
     workerIdleMemoryLimit: '1GB',
     projects: [
       {
@@ -67,6 +68,7 @@ module.exports = async () => {
         testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
         testPathIgnorePatterns: skipped,
         transform: { '^.+\\.ts$': tsJest },
+        setupFiles: ['<rootDir>/test/setup/worker-database.ts'],
         globalSetup: '<rootDir>/test/setup/global-setup.ts',
         globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
       },

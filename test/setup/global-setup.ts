@@ -1,14 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import type { Config } from '@jest/types';
 import { Client } from 'pg';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres';
 import { generateLicenseKeyPair, issueLicense } from '../../src/modules/licensing/application/license-issuer';
+import { WORKER_DATABASES } from './worker-database';
 
 /**
- * Every run gets a database of its own: a fresh one created on the server DATABASE_URL
- * names (and dropped afterwards), or, with no DATABASE_URL, an in-memory embedded PGlite.
- * Tests never touch a developer's data nor what an earlier run left behind.
+ * Every Jest worker gets a database of its own, so spec files run side by side without seeing
+ * each other's rows or jobs: fresh ones created on the server DATABASE_URL names (and dropped
+ * afterwards), or, with no DATABASE_URL, one in-memory embedded PGlite per worker (PGlite is one
+ * session, so two workers on one would wait on each other). `worker-database.ts` points each
+ * worker at its own. Tests never touch a developer's data nor what an earlier run left behind.
  */
-export default async function globalSetup(): Promise<void> {
+export default async function globalSetup(globalConfig: Config.GlobalConfig): Promise<void> {
   process.env.NODE_ENV = 'test';
   process.env.JWT_SECRET ??= randomBytes(32).toString('hex');
   process.env.LOG_LEVEL ??= 'silent';
@@ -23,27 +27,32 @@ export default async function globalSetup(): Promise<void> {
     { customer: 'test suite', tier: 'enterprise', seats: 1_000_000, days: 30, maxRateLimitPerMinute: 100_000 },
     vendor.privateKeyPem,
   );
+  // In band (`-i`, or one spec file) Jest runs the specs in this process, as worker 1.
+  const workers = Math.max(1, globalConfig.maxWorkers);
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const embedded = await EmbeddedPostgres.start(null, 40);
+    const embedded = await Promise.all(Array.from({ length: workers }, () => EmbeddedPostgres.start(null, 40)));
     globalThis.__EMBEDDED__ = embedded;
-    process.env.DATABASE_URL = embedded.url;
+    process.env[WORKER_DATABASES] = JSON.stringify(embedded.map(({ url }) => ({ url })));
     process.env.TEST_DATABASE_MODE = 'embedded';
     return;
   }
-  const name = `platform_test_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const prefix = `platform_test_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const names = Array.from({ length: workers }, (_, index) => `${prefix}_w${index + 1}`);
   const admin = new Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  for (const name of names) await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  const urlOf = (name: string) => {
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
   process.env.TEST_SERVER_DATABASE_URL = serverUrl;
-  process.env.TEST_DATABASE_NAME = name;
-  process.env.DATABASE_URL = url.toString();
+  process.env[WORKER_DATABASES] = JSON.stringify(names.map((name) => ({ url: urlOf(name), name })));
   process.env.TEST_DATABASE_MODE = 'postgres';
 }
 
 declare global {
-  var __EMBEDDED__: EmbeddedPostgres | undefined;
+  var __EMBEDDED__: EmbeddedPostgres[] | undefined;
 }

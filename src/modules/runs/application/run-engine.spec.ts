@@ -197,12 +197,16 @@ describe('RunEngine', () => {
   }
 
   /** Runs it, and resumes it with what it committed each time it answers `later` (after its time), until it ends. */
-  async function executeThroughWaits(run: Run): Promise<{ result: RunResult; waits: Date[] }> {
+  async function executeThroughWaits(run: Run, clock?: { to(ms: number): void }): Promise<{ result: RunResult; waits: Date[] }> {
     const waits: Date[] = [];
     for (;;) {
       const result = await execute(committed(run));
       if (!result || typeof result !== 'object' || !('later' in result)) return { result, waits };
       waits.push(result.later.at);
+      if (clock) {
+        clock.to(result.later.at.getTime());
+        continue;
+      }
       // A timer may fire a millisecond before the clock reaches its due time: wait until the clock has.
       while (Date.now() < result.later.at.getTime())
         await new Promise((resolve) => setTimeout(resolve, Math.max(1, result.later.at.getTime() - Date.now())));
@@ -318,8 +322,12 @@ describe('RunEngine', () => {
   it('retries a retryable failure with backoff and records every attempt', async () => {
     capability.script('a', fail('UPSTREAM_ERROR'), fail('UPSTREAM_ERROR'), () => ({ ok: true }));
     const run = startedRun({ name: 'retry', steps: [{ id: 'a', action: 'test.step', retry: { maxAttempts: 3, backoffMs: 20 } }] });
+    // A controlled clock: it stands still while the engine runs (a loaded machine must not let a
+    // 20 ms backoff pass before the engine looks), and moves to each wait's end between executions.
+    let now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now);
 
-    const { result, waits } = await executeThroughWaits(run);
+    const { result, waits } = await executeThroughWaits(run, { to: (ms) => (now = ms) }).finally(() => clock.mockRestore());
 
     expect(result).toEqual({ status: 'succeeded', output: { a: { ok: true } } });
     // Between attempts the step waits (exponential: 20, then 40 ms) and the run lets go of its worker.

@@ -44,12 +44,16 @@ const parent = process.ppid;
 setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 500);
 `;
 
-/** Preloaded into the service: records attempts to reach anything but loopback. */
-const RECORDER = `
+/**
+ * Preloaded into the service: records attempts to reach anything but loopback, in
+ * OUTBOUND_ATTEMPTS_LOG or else in `log`: a process the service starts with NODE_OPTIONS but
+ * another environment records into the service's log, not into a file named "undefined".
+ */
+const recorder = (log: string) => `
 const net = require('node:net');
 const dns = require('node:dns');
 const fs = require('node:fs');
-const log = process.env.OUTBOUND_ATTEMPTS_LOG;
+const log = process.env.OUTBOUND_ATTEMPTS_LOG || ${JSON.stringify(log)};
 fs.writeFileSync(log + '.loaded', String(process.pid));
 // Wildcards too: listen() looks up the address it binds to.
 const local = (host) => host === undefined || host === null || host === '' || host === 'localhost' ||
@@ -83,9 +87,9 @@ export async function inLoopbackOnlyNamespace(script: string, env: Record<string
 
 export async function loopbackOnly(servicePort: number, reachable: number[]): Promise<LoopbackOnly> {
   const dir = mkdtempSync(join(tmpdir(), 'loopback-only-'));
-  const recorder = join(dir, 'recorder.js');
+  const recorderFile = join(dir, 'recorder.js');
   const log = join(dir, 'outbound-attempts.log');
-  writeFileSync(recorder, RECORDER);
+  writeFileSync(recorderFile, recorder(log));
   const sockets = new Set<Socket>();
   const pipe = (a: Socket, b: Socket) => {
     for (const s of [a, b]) {
@@ -113,7 +117,7 @@ export async function loopbackOnly(servicePort: number, reachable: number[]): Pr
 
   const bridgePid = () => (existsSync(join(dir, 'ready')) ? Number(readFileSync(join(dir, 'ready'), 'utf8')) : null);
   return {
-    nodeOptions: `--require ${recorder}`,
+    nodeOptions: `--require ${recorderFile}`,
     wrap: (command) => [
       'unshare',
       '-rn',

@@ -8,10 +8,10 @@ const net = require('node:net');
  * line saying so, when what they need is not there; CI provides both.
  */
 /**
- * Specs are compiled by SWC, file by file, with no type checking (\`npm run typecheck\` does that):
+ * Specs are compiled by SWC, file by file, with no type checking (`npm run typecheck` does that):
  * a cold run compiles the whole app for each worker, and ts-jest took minutes of CPU where SWC
  * takes seconds. Nest's dependency injection reads the constructor parameter types that
- * \`decoratorMetadata\` emits, as tsc's emitDecoratorMetadata does.
+ * `decoratorMetadata` emits, as tsc's emitDecoratorMetadata does.
  */
 const swc = [
   '@swc/jest',
@@ -65,7 +65,11 @@ module.exports = async () => {
   if (!(await redisSpecs())) skipped.push('/test/redis-only/');
   return {
     testTimeout: 30000,
-    // \`npm test\` runs the spec files in two worker processes (--maxWorkers=2), each on a database
+    // Two workers, one per core; TEST_WORKERS sets another count (CI runs three on PostgreSQL,
+    // where the longest files mostly wait on service processes, outages and minute turns).
+    maxWorkers: Number(process.env.TEST_WORKERS || 2),
+    testSequencer: '<rootDir>/test/setup/slow-first.js',
+    // `npm test` runs the spec files in worker processes (maxWorkers above), each on a database
     // of its own (test/setup/worker-database.ts). Jest replaces a worker once a spec file leaves
     // it holding more than this: each file's module graph (the whole Nest app, loaded as ES
     // modules) is not all reclaimed, and one process running every file in turn once ran out of

@@ -34,6 +34,26 @@ describe('agents', () => {
   });
 
   const agents = () => t.http().post('/api/agents').set(bearer(org.admin));
+  /**
+   * Waits until the worker is done with the job that carries execution `executionId`: its job is
+   * no longer queued, waiting to retry or held by a worker (a completed job is deleted from the queue).
+   */
+  const jobDone = async (executionId: string) => {
+    let seen: unknown;
+    await eventually(
+      async () => {
+        const [row] = await t.app
+          .get(DataSource)
+          .query<Array<{ state: string | null }>>(
+            `SELECT j.state FROM agent_executions e LEFT JOIN pgboss.job j ON j.id = e.job_id WHERE e.id = $1`,
+            [executionId],
+          );
+        seen = row?.state;
+        return row && !['created', 'retry', 'active'].includes(row.state ?? '');
+      },
+      { timeoutMs: 10_000, intervalMs: 20, message: () => `the job of execution ${executionId} to be done (still ${String(seen)})` },
+    );
+  };
   const execute = (agentId: string, body: unknown, query = '') =>
     t
       .http()
@@ -344,7 +364,8 @@ describe('agents', () => {
       const cancel = await t.http().post(`/api/agents/${hang}/history/${res.body.id}/cancel`).set(bearer(org.admin));
       expect(cancel.status).toBe(200);
       expect(cancel.body.status).toBe('canceled');
-      await new Promise((r) => setTimeout(r, 300));
+      // A worker has taken its job and let go of it, finding it canceled: it ran nothing.
+      await jobDone(res.body.id);
       expect((await settled(t, org, hang, res.body.id)).status).toBe('canceled');
     });
   });

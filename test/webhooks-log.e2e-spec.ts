@@ -180,7 +180,11 @@ describe('webhook delivery log', () => {
     const hook = await endpoint(org, '/log/redeliver');
     await publish(org, 'again');
     const [message] = await logWhen(org, hook.id, (d) => d[0]?.status === 'succeeded', 'the first delivery');
-    await sleep(1100);
+    // The webhook-timestamp is in whole seconds: wait until the clock is in the second after the
+    // first delivery's, so the redelivery's (taken when it is sent, after this) is newer.
+    const [delivered] = receiver.on('/log/redeliver');
+    const nextSecond = (Number(delivered.headers['webhook-timestamp']) + 1) * 1000;
+    while (Date.now() < nextSecond) await sleep(nextSecond - Date.now());
 
     expectError(await api(org.viewer).redeliver(hook.id, message.id), 403, 'FORBIDDEN');
     expectError(await api(org.member).redeliver(hook.id, message.id), 403, 'FORBIDDEN');

@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { install, registerAgent } from './support/agents';
 import { eventually } from './support/eventually';
 import { FakeRemoteAgent, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
@@ -425,8 +426,27 @@ describe('workflow steps', () => {
       ]);
       expect(step(cancel.body, 'nap')).toMatchObject({ resumeAt: null, finishedAt: expect.any(String) });
 
-      // Past the time the sleep was due, and then some: the resume job finds nothing to do.
-      await new Promise((r) => setTimeout(r, Math.max(0, resumeAt - Date.now()) + 1500));
+      // Past the time the sleep was due, and the resume job handled (taken by a worker and let go
+      // of, so no longer queued or held; a completed job is deleted): it found nothing to do.
+      await eventually(() => Date.now() > resumeAt, {
+        timeoutMs: Math.max(0, resumeAt - Date.now()) + 1000,
+        intervalMs: 20,
+        message: 'the due time',
+      });
+      let job: unknown;
+      await eventually(
+        async () => {
+          const [row] = await t.app
+            .get(DataSource)
+            .query<Array<{ state: string | null }>>(
+              `SELECT j.state FROM workflow_runs r LEFT JOIN pgboss.job j ON j.id = r.job_id WHERE r.id = $1`,
+              [started.id],
+            );
+          job = row?.state;
+          return row && !['created', 'retry', 'active'].includes(row.state ?? '');
+        },
+        { timeoutMs: 10_000, intervalMs: 50, message: () => `the resume job of run ${started.id} to be handled (still ${String(job)})` },
+      );
       const after = await get(id, started.id);
       expect(after).toMatchObject({ status: 'canceled', error: { code: 'CANCELED' }, output: null });
       expect(statuses(after)).toEqual([

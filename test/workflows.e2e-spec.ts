@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Ajv from 'ajv';
+import { DataSource } from 'typeorm';
 import { install, registerAgent } from './support/agents';
 import { eventually } from './support/eventually';
 import { FakeRemoteAgent, HOLD, keyAfter, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
@@ -64,6 +65,26 @@ describe('workflows', () => {
     );
   };
   const step = (body: { steps: Array<{ id: string }> }, id: string) => body.steps.find((s) => s.id === id)! as Record<string, unknown>;
+  /**
+   * Waits until the worker is done with the job that carries run `runId`: its job is no longer
+   * queued, waiting to retry or held by a worker (a completed job is deleted from the queue).
+   */
+  const jobDone = async (runId: string) => {
+    let seen: unknown;
+    await eventually(
+      async () => {
+        const [row] = await t.app
+          .get(DataSource)
+          .query<Array<{ state: string | null }>>(
+            `SELECT j.state FROM workflow_runs r LEFT JOIN pgboss.job j ON j.id = r.job_id WHERE r.id = $1`,
+            [runId],
+          );
+        seen = row?.state;
+        return row && !['created', 'retry', 'active'].includes(row.state ?? '');
+      },
+      { timeoutMs: 10_000, intervalMs: 20, message: () => `the job of run ${runId} to be done (still ${String(seen)})` },
+    );
+  };
 
   describe('definition', () => {
     it('defines a workflow: 201, a Location, version 1', async () => {
@@ -342,7 +363,8 @@ describe('workflows', () => {
         intervalMs: 20,
         message: `the call of ${key} to be aborted`,
       });
-      await new Promise((r) => setTimeout(r, 300));
+      // The worker that ran it has let go of its job: nothing it does after the abort can change the run.
+      await jobDone(started.id);
       const after = await settled(id, started.id);
       expect(after.status).toBe('canceled');
       expect(after.steps.map((s: { status: string }) => s.status)).toEqual(['canceled', 'skipped']);

@@ -66,6 +66,9 @@ class FakeBoss {
 
   /** How long a fetch takes to answer after it read the queue (0: one turn of the event loop). */
   fetchMs = 0;
+  /** Fetches that have read the queue (claimed what they answer), and those that have answered. */
+  reads = 0;
+  answered = 0;
 
   async fetch(name: string, options: { batchSize: number; ignoreGroups?: string[] }): Promise<Array<Job<Data>>> {
     this.fetches.push(options);
@@ -76,7 +79,9 @@ class FakeBoss {
       .filter((job) => job.name === name && job.state === 'created' && !(job.groupId && ignored.has(job.groupId)))
       .slice(0, options.batchSize);
     for (const job of claimed) job.state = 'active';
+    this.reads++;
     if (this.fetchMs) await wait(this.fetchMs);
+    this.answered++;
     return claimed.map(({ state: _state, ...job }) => ({ ...job }) as unknown as Job<Data>);
   }
 
@@ -223,6 +228,16 @@ describe('QueueWorker', () => {
     return worker;
   }
 
+  /**
+   * Waits until the worker has looked at the queue again: a fetch begun after this call has
+   * answered, and what it took has started (in the turn it answered: the fake puts nothing back
+   * when the fetch skips the groups at their limit).
+   */
+  async function nextLook(): Promise<void> {
+    const before = boss.fetches.length;
+    await eventually(() => expect(boss.answered).toBeGreaterThan(before));
+  }
+
   function holding(): Handler {
     const handler = new Handler();
     handlers.push(handler);
@@ -253,8 +268,8 @@ describe('QueueWorker', () => {
     expect(handler.runningOf('A')).toBe(2);
     expect(a.filter((job) => boss.stateOf(job.id) === 'created')).toHaveLength(8);
 
-    // Nothing more of A starts while its two hold their slots.
-    await wait(50);
+    // Nothing more of A starts while its two hold their slots, however often the worker looks.
+    await nextLook();
     expect(handler.started.filter((id) => id !== b.id)).toHaveLength(2);
 
     handler.release();
@@ -270,7 +285,7 @@ describe('QueueWorker', () => {
     started({ capacity: 8, batchSize: 8, groupLimits: { default: 1, tiers: { enterprise: 3 } }, handler: handler.handle });
 
     await eventually(() => expect([handler.runningOf('E'), handler.runningOf('S')]).toEqual([3, 1]));
-    await wait(50);
+    await nextLook();
     expect([handler.runningOf('E'), handler.runningOf('S')]).toEqual([3, 1]);
 
     handler.release();
@@ -301,8 +316,8 @@ describe('QueueWorker', () => {
     const handler = holding();
     const worker = started({ handler: handler.handle });
     await eventually(() => expect(boss.fetches.length).toBeGreaterThanOrEqual(1));
-    // Idle now: its next poll is about 250 ms away.
-    await wait(30);
+    // Idle once its first fetch has answered (the empty queue): its next poll is about 250 ms away.
+    await eventually(() => expect(boss.answered).toBeGreaterThanOrEqual(1));
 
     const job = boss.send();
     const woken = Date.now();
@@ -316,8 +331,9 @@ describe('QueueWorker', () => {
     boss.fetchMs = 30;
     const handler = holding();
     const worker = started({ handler: handler.handle });
-    await wait(10);
     // The first fetch read the empty queue and has not answered yet.
+    await eventually(() => expect(boss.reads).toBeGreaterThanOrEqual(1));
+    expect(boss.answered).toBe(0);
     const job = boss.send();
     const woken = Date.now();
     worker.wake();
@@ -327,11 +343,12 @@ describe('QueueWorker', () => {
   });
 
   it("a job put back for its group's limit starts as soon as one of the group's jobs ends, not at the poll", async () => {
-    const [a1, , a3] = boss.sendMany(3, { groupId: 'A' });
+    const [a1, a2, a3] = boss.sendMany(3, { groupId: 'A' });
     const handler = holding();
     started({ capacity: 4, batchSize: 4, groupLimits: { default: 2, tiers: {} }, handler: handler.handle });
     await eventually(() => expect(boss.putBack).toEqual([a3.id]));
-    await wait(30);
+    // The two it had room for hold their slots; the fetch came back short, so the worker sleeps until its poll.
+    await eventually(() => expect(handler.started).toEqual([a1.id, a2.id]));
 
     const ended = Date.now();
     handler.end(a1.id);

@@ -105,7 +105,13 @@ describe('fair shares: one organization cannot hold the work of another', () => 
         );
       },
       async () => {
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        // The flood is established once A's mappings have been run and answered on the threads
+        // A may have, as many times as there are loops: the 30 are past their start and keep coming.
+        await eventually(() => aAnswered >= 30, {
+          timeoutMs: 120_000,
+          intervalMs: 20,
+          message: () => `A's flood to be established (${aAnswered} of 30 answers)`,
+        });
         return measureB();
       },
     );

@@ -345,8 +345,12 @@ describe('schedules on several service processes', () => {
     );
     expect(firstRun.triggeredBy).toEqual({ type: 'schedule', id: skip.id, scheduledFor: iso(first) });
 
-    // The second occurrence comes while it runs.
-    await sleepUntil(second + 5_000);
+    // The second occurrence comes while it runs: recorded skipped for 'skip', a second run for 'allow'.
+    await sleepUntil(second);
+    await eventually(
+      async () => (await shown(slow, skip.id)).recent.length >= 2 && (await runsOf(slowToo)).length >= 2,
+      { timeoutMs: 30_000, intervalMs: 250, message: 'the second occurrence handled for both schedules' },
+    );
     const during = await runsOf(slow);
     expect(during.map((r) => [r.id, r.status])).toEqual([[firstRun.id, 'running']]);
     const skipShown = await shown(slow, skip.id);
@@ -395,7 +399,13 @@ describe('schedules on several service processes', () => {
     // The first occurrence now (on both instances), then two natural minutes.
     const { occurrence: first, madeDueAt } = await dueNow(schedules.map((s) => s.id));
     const occurrences = [first, first + MINUTE, first + 2 * MINUTE];
-    await sleepUntil(madeDueAt + 5_000);
+    const ranEach = (count: number) =>
+      eventually(async () => (await runsOf(workflowId)).length >= count * schedules.length, {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+        message: `${count} run(s) of each schedule`,
+      });
+    await ranEach(1);
     for (const s of schedules) expect(scheduledFor(await runsOf(workflowId, s.id))).toEqual([iso(occurrences[0])]);
 
     // Restart one instance across the second minute: SIGTERM a second before it, then start it again.
@@ -403,7 +413,8 @@ describe('schedules on several service processes', () => {
     await stop(one, 'SIGTERM');
     expect(two.alive()).toBe(true);
     const restarted = await start('all');
-    await sleepUntil(occurrences[2] + 5_000);
+    await sleepUntil(occurrences[2]);
+    await ranEach(3);
     for (const s of schedules) await pause(workflowId, s.id);
 
     for (const s of schedules) {

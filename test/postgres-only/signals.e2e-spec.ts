@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { DatabaseConnection } from '../../src/database/database-connection';
 import { Signals } from '../../src/queue/signals';
@@ -21,17 +20,27 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
   /** Payloads of the signal NOTIFYs, as any connection sees them. */
   const sent: string[] = [];
   const wasSent = (id: string) => sent.some((payload) => payload.includes(id));
+  /** Payloads of the interest NOTIFYs (`origin|ask|topic;topic`): which topics a process said it listens for. */
+  const interest: string[] = [];
+  const announced = (topic: string) => interest.some((payload) => (payload.split('|')[2] ?? '').split(';').includes(topic));
 
   beforeAll(async () => {
     wire = new Client({ connectionString: connection.url });
     await wire.connect();
-    wire.on('notification', (message) => message.channel === 'platform_signals' && sent.push(message.payload ?? ''));
-    await wire.query('LISTEN platform_signals');
+    wire.on('notification', (message) => {
+      if (message.channel === 'platform_signals') sent.push(message.payload ?? '');
+      if (message.channel === 'platform_signal_interest') interest.push(message.payload ?? '');
+    });
+    await wire.query('LISTEN platform_signals; LISTEN platform_signal_interest');
     here = new Signals(connection, REFRESH_MS);
     there = new Signals(connection, REFRESH_MS);
     await Promise.all([here.onApplicationBootstrap(), there.onApplicationBootstrap()]);
-    // Past the window after connecting in which every signal goes out.
-    await sleep(3 * REFRESH_MS);
+    // Past the window after connecting in which every signal goes out: a signal of `here` on a
+    // topic nobody listens for no longer goes over the wire, while one `there` listens for does.
+    there.on('ready.changed', () => undefined);
+    await eventually(async () => !(await goesOut('nobody.changed', 'ready.changed')).sent, {
+      message: "the end of the window in which every one of `here`'s signals goes out",
+    });
   });
 
   afterAll(async () => {
@@ -49,6 +58,18 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
       },
       { message: `a ${topic} signal on the wire` },
     );
+  };
+
+  /**
+   * Whether a `topic` signal that `from` publishes goes over the wire. `from` sends its signals
+   * in order on one connection: once a probe on `heard` (a topic another process listens for),
+   * published after it, is on the wire, the `topic` one is there too or was never sent.
+   */
+  const goesOut = async (topic: string, heard: string, from = here) => {
+    const id = randomUUID();
+    from.publish(topic, id);
+    await untilHeard(heard, from);
+    return { id, sent: wasSent(id) };
   };
 
   it('reaches a handler in another process, and sends nothing for a topic no other process listens for', async () => {
@@ -83,8 +104,12 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
     await expect(waited).resolves.toBe('final');
     expect(Date.now() - sentAt).toBeLessThan(10_000);
 
-    // The waiter is gone; past three refresh periods the topic is forgotten.
-    await sleep(4 * REFRESH_MS);
+    // The waiter is gone; three refresh periods after `there` last announced the topic, `here`
+    // forgets it: its signals on the topic stop going over the wire (within a few periods).
+    await eventually(async () => !(await goesOut('records.finished', 'things.changed')).sent, {
+      timeoutMs: 10 * REFRESH_MS,
+      message: 'records.finished signals to stop going over the wire',
+    });
     const after = randomUUID();
     const marker = randomUUID();
     here.publish('records.finished', after);
@@ -101,9 +126,14 @@ describe('cross-process signals (LISTEN/NOTIFY)', () => {
       await settled.onApplicationBootstrap();
       const reached: string[] = [];
       settled.on('settled.changed', (id) => reached.push(id));
-      await sleep(100);
+      // Its topic announced before the newcomer listens: the newcomer can learn it only by asking.
+      await eventually(() => announced('settled.changed'), { message: 'the settled process to announce its topic' });
       await newcomer.onApplicationBootstrap();
-      await sleep(1500);
+      // Past the newcomer's window after connecting in which every signal goes out (a second):
+      // its signal on a topic nobody listens for no longer goes over the wire.
+      await eventually(async () => !(await goesOut('nobody.changed', 'settled.changed', newcomer)).sent, {
+        message: "the end of the window in which every one of the newcomer's signals goes out",
+      });
 
       await untilHeard('settled.changed', newcomer);
       const id = randomUUID();

@@ -30,6 +30,17 @@ describe('ExpressionSandbox', () => {
     return error as ExpressionFailure;
   }
 
+  /** Polls `check` every few ms until it answers a truthy value, and answers it; throws past `timeoutMs`. */
+  async function until<T>(check: () => T, what: string, timeoutMs = 3000): Promise<NonNullable<T>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = check();
+      if (value) return value as NonNullable<T>;
+      if (Date.now() >= deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
   async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number }> {
     const started = Date.now();
     const result = await work();
@@ -155,7 +166,8 @@ describe('ExpressionSandbox', () => {
     const flood = Array.from({ length: 6 }, (_, i) =>
       sandbox.evaluate(slow, {}, { organizationId: 'flooding', maxOutputBytes: 100 }).then(() => finished.push(`a${i}`)),
     );
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The flood holds its thread before b asks.
+    await until(() => sandbox.evaluating >= 1, 'the flood to hold a thread');
     await sandbox.evaluate('1 + 1', {}, { organizationId: 'quiet', maxOutputBytes: 100 }).then(() => finished.push('b'));
     await Promise.all(flood);
     // The flooding organization holds one of the two threads at a time; the other is free for b.
@@ -177,8 +189,9 @@ describe('ExpressionSandbox', () => {
       const slow = '( $f := function($n){ $n = 0 ? 0 : $f($n - 1) }; $count([1..60].($f(300))) )';
       const runningWhileFlooded = async (target: ExpressionSandbox) => {
         const flood = Array.from({ length: 3 }, () => target.evaluate(slow, {}, { organizationId: 'flooding', maxOutputBytes: 100 }));
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        const running = target.evaluating;
+        // Once the flood holds threads (all three have been to the gate by then: it admits
+        // them in the turn the flood starts), what it holds.
+        const running = await until(() => target.evaluating, 'the flood to hold a thread');
         await Promise.all(flood);
         return running;
       };

@@ -9,6 +9,8 @@ import { type OutboundErrorCode, type OutboundRequest, type Resolver } from './o
 class LoopbackServer {
   readonly hits: string[] = [];
   streamClosed = false;
+  /** Settles when the response of the latest `/endless` closes, once `streamClosed` is true. */
+  private streamClosing: Promise<void> = Promise.resolve();
   /** Ends the response of `/drip`, which waits for it after its first chunk. */
   endDrip: (() => void) | undefined;
   private readonly server: Server = createServer((req, res) => this.route(req, res));
@@ -19,6 +21,16 @@ class LoopbackServer {
 
   async start() {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  }
+
+  /**
+   * Waits until the response of the latest `/endless` has closed, or `timeoutMs` has passed
+   * (then `streamClosed` is still false, for the caller to assert).
+   */
+  async streamClose(timeoutMs = 5000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.streamClosing, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   async stop() {
@@ -49,11 +61,14 @@ class LoopbackServer {
       case '/sized':
         return res.writeHead(200, { 'Content-Length': 10_000 }).end(Buffer.alloc(10_000));
       case '/endless': {
+        let closed = () => {};
+        this.streamClosing = new Promise<void>((resolve) => (closed = resolve));
         res.writeHead(200);
         const timer = setInterval(() => res.write(Buffer.alloc(16 * 1024)), 5);
         res.on('close', () => {
           clearInterval(timer);
           this.streamClosed = true;
+          closed();
         });
         return;
       }
@@ -148,7 +163,7 @@ describe('OutboundHttp', () => {
         throw stop;
       };
       await expect(http.request(get(`${origin}/endless`, { onBody }))).rejects.toBe(stop);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await server.streamClose();
       expect(server.streamClosed).toBe(true);
     });
 
@@ -326,8 +341,9 @@ describe('OutboundHttp', () => {
     const http = client('127.0.0.1/32');
 
     it('stops reading past maxResponseBytes and closes the connection', async () => {
+      server.streamClosed = false;
       await expectCode(http.request(get(`${origin}/endless`, { maxResponseBytes: 1024 })), 'RESPONSE_TOO_LARGE');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await server.streamClose();
       expect(server.streamClosed).toBe(true);
     });
 

@@ -1,8 +1,8 @@
 const TestSequencer = require('@jest/test-sequencer').default;
 
 /**
- * Spec files that take long, with about how many seconds each took on the 2-core machine (with
- * three workers on PostgreSQL, 2026-12-03): they start first, so no worker is left running one
+ * Spec files that take long, with about how many seconds each took on the 2-core machine (two
+ * workers on PostgreSQL, 2026-12-03): they start first, so no worker is left running one
  * of them alone at the end. Most of them wait on service processes, outages and minute turns,
  * not on the CPU. A warm Jest cache (a developer's machine) knows every file's last time and
  * that wins; on a clean CI machine there is none, and Jest's own fallback (the largest file

@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
+import { ExpressionSandbox } from '../../src/shared/expressions/expression-sandbox';
 import { install, registerAgent } from '../support/agents';
 import { eventually } from '../support/eventually';
 import { FakeRemoteAgent, keyAfter, startFakeRemoteAgent } from '../support/fake-remote-agent';
@@ -90,6 +91,7 @@ describe('fair shares: one organization cannot hold the work of another', () => 
 
     await measureB();
     const alone = await measureB();
+    const sandbox = t.app.get(ExpressionSandbox);
     let aAnswered = 0;
     const underFlood = await whileFlooding(
       async (stop) => {
@@ -105,12 +107,13 @@ describe('fair shares: one organization cannot hold the work of another', () => 
         );
       },
       async () => {
-        // The flood is established once A's mappings have been run and answered on the threads
-        // A may have, as many times as there are loops: the 30 are past their start and keep coming.
-        await eventually(() => aAnswered >= 30, {
-          timeoutMs: 120_000,
+        // The flood is established once one of A's mappings has run its thread out of memory and
+        // been answered (the others wait their turn behind it, a second or so each), and the next
+        // holds a thread of the sandbox: B asks while A's work occupies what A may have.
+        await eventually(() => aAnswered >= 1 && sandbox.evaluating > 0, {
+          timeoutMs: 60_000,
           intervalMs: 20,
-          message: () => `A's flood to be established (${aAnswered} of 30 answers)`,
+          message: () => `A's flood to be established (${aAnswered} answers, ${sandbox.evaluating} evaluating)`,
         });
         return measureB();
       },

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { JobReconciler } from '../src/queue/job-reconciler';
 import { executionsWithoutLiveJob, install, registerAgent, settled } from './support/agents';
 import { eventually } from './support/eventually';
+import { untilJobDone } from './support/queue-job';
 import { FakeRemoteAgent, HOLD, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
 import { bearer, createTestApp, scrapeMetrics, TestApp, TestOrg } from './support/test-app';
 
@@ -34,26 +35,7 @@ describe('agents', () => {
   });
 
   const agents = () => t.http().post('/api/agents').set(bearer(org.admin));
-  /**
-   * Waits until the worker is done with the job that carries execution `executionId`: its job is
-   * no longer queued, waiting to retry or held by a worker (a completed job is deleted from the queue).
-   */
-  const jobDone = async (executionId: string) => {
-    let seen: unknown;
-    await eventually(
-      async () => {
-        const [row] = await t.app
-          .get(DataSource)
-          .query<Array<{ state: string | null }>>(
-            `SELECT j.state FROM agent_executions e LEFT JOIN pgboss.job j ON j.id = e.job_id WHERE e.id = $1`,
-            [executionId],
-          );
-        seen = row?.state;
-        return row && !['created', 'retry', 'active'].includes(row.state ?? '');
-      },
-      { timeoutMs: 10_000, intervalMs: 20, message: () => `the job of execution ${executionId} to be done (still ${String(seen)})` },
-    );
-  };
+  const jobDone = (id: string) => untilJobDone(t, 'agent_executions', id);
   const execute = (agentId: string, body: unknown, query = '') =>
     t
       .http()

@@ -1,7 +1,7 @@
-import { DataSource } from 'typeorm';
 import { install, registerAgent } from './support/agents';
 import { eventually } from './support/eventually';
 import { FakeRemoteAgent, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
+import { untilJobDone } from './support/queue-job';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const jsonata = (expression: string) => ({ action: 'transform.jsonata', with: { expression } });
@@ -433,20 +433,7 @@ describe('workflow steps', () => {
         intervalMs: 20,
         message: 'the due time',
       });
-      let job: unknown;
-      await eventually(
-        async () => {
-          const [row] = await t.app
-            .get(DataSource)
-            .query<Array<{ state: string | null }>>(
-              `SELECT j.state FROM workflow_runs r LEFT JOIN pgboss.job j ON j.id = r.job_id WHERE r.id = $1`,
-              [started.id],
-            );
-          job = row?.state;
-          return row && !['created', 'retry', 'active'].includes(row.state ?? '');
-        },
-        { timeoutMs: 10_000, intervalMs: 50, message: () => `the resume job of run ${started.id} to be handled (still ${String(job)})` },
-      );
+      await untilJobDone(t, 'workflow_runs', started.id);
       const after = await get(id, started.id);
       expect(after).toMatchObject({ status: 'canceled', error: { code: 'CANCELED' }, output: null });
       expect(statuses(after)).toEqual([

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Ajv from 'ajv';
-import { DataSource } from 'typeorm';
 import { install, registerAgent } from './support/agents';
 import { eventually } from './support/eventually';
+import { untilJobDone } from './support/queue-job';
 import { FakeRemoteAgent, HOLD, keyAfter, startFakeRemoteAgent, succeedsOnCall } from './support/fake-remote-agent';
 import { bearer, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -65,26 +65,7 @@ describe('workflows', () => {
     );
   };
   const step = (body: { steps: Array<{ id: string }> }, id: string) => body.steps.find((s) => s.id === id)! as Record<string, unknown>;
-  /**
-   * Waits until the worker is done with the job that carries run `runId`: its job is no longer
-   * queued, waiting to retry or held by a worker (a completed job is deleted from the queue).
-   */
-  const jobDone = async (runId: string) => {
-    let seen: unknown;
-    await eventually(
-      async () => {
-        const [row] = await t.app
-          .get(DataSource)
-          .query<Array<{ state: string | null }>>(
-            `SELECT j.state FROM workflow_runs r LEFT JOIN pgboss.job j ON j.id = r.job_id WHERE r.id = $1`,
-            [runId],
-          );
-        seen = row?.state;
-        return row && !['created', 'retry', 'active'].includes(row.state ?? '');
-      },
-      { timeoutMs: 10_000, intervalMs: 20, message: () => `the job of run ${runId} to be done (still ${String(seen)})` },
-    );
-  };
+  const jobDone = (id: string) => untilJobDone(t, 'workflow_runs', id);
 
   describe('definition', () => {
     it('defines a workflow: 201, a Location, version 1', async () => {

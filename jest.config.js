@@ -65,8 +65,8 @@ module.exports = async () => {
   if (!(await redisSpecs())) skipped.push('/test/redis-only/');
   return {
     testTimeout: 30000,
-    // Two workers, one per core; TEST_WORKERS sets another count (CI runs three on PostgreSQL,
-    // where the longest files mostly wait on service processes, outages and minute turns).
+    // Two workers, one per core; TEST_WORKERS sets another count (CI keeps two: with three the
+    // chaos specs run side by side and miss their bounds).
     maxWorkers: Number(process.env.TEST_WORKERS || 2),
     testSequencer: '<rootDir>/test/setup/slow-first.js',
     // `npm test` runs the spec files in worker processes (maxWorkers above), each on a database

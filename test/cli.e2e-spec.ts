@@ -1,13 +1,15 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { entryPoint } from './support/service-process';
 import { createTestApp } from './support/test-app';
 
 const run = promisify(execFile);
+const CLI = entryPoint('cli');
 const root = join(__dirname, '..');
 
 function cli(...args: string[]) {
-  return run(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/cli.ts', ...args], {
+  return run(CLI[0], [...CLI.slice(1), ...args], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '' },
   }).then(

@@ -4,6 +4,7 @@ import { Controller, Get, Param } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Public } from '../src/shared/auth/access.decorators';
 import { install } from './support/agents';
+import { entryPoint } from './support/service-process';
 import { bearer, createTestApp, PASSWORD, TestApp, TestOrg, TestUser } from './support/test-app';
 
 /** Reaches Postgres with what it refuses as text or JSON, as a path the edge checks miss would. */
@@ -243,15 +244,15 @@ describe('hostile input', () => {
 
   it('a LICENSE_KEY that does not verify stops the boot with one line naming it, and exit code 1', async () => {
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const [node, ...main] = entryPoint('main');
       const child = execFile(
-        process.execPath,
-        ['-r', 'ts-node/register', join(__dirname, '../src/main.ts')],
+        node,
+        main,
         {
           cwd: join(__dirname, '..'),
           env: {
             ...process.env,
             NODE_OPTIONS: '',
-            TS_NODE_TRANSPILE_ONLY: '1',
             LOG_LEVEL: 'silent',
             LICENSE_KEY: 'not.a.license',
             DATABASE_URL: process.env.DATABASE_URL,

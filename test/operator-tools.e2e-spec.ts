@@ -3,14 +3,15 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startService } from './support/service-process';
+import { entryPoint, startService } from './support/service-process';
 import { createTestApp } from './support/test-app';
 
 const run = promisify(execFile);
+const CLI = entryPoint('cli');
 const root = join(__dirname, '..');
 
 function cli(args: string[], env: Record<string, string | undefined> = {}) {
-  return run(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/cli.ts', ...args], {
+  return run(CLI[0], [...CLI.slice(1), ...args], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', ...env },
   }).then(

@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { issueLicense } from '../src/modules/licensing/application/license-issuer';
 import { install } from './support/agents';
 import { eventually } from './support/eventually';
+import { entryPoint } from './support/service-process';
 import { bearer, createTestApp, TestApp, TestOrg, TestUser } from './support/test-app';
 import { Receiver } from './support/webhook-receiver';
 
@@ -190,13 +191,13 @@ describe('trial mode (TRIAL=true)', () => {
 
   it('is refused at boot with NODE_ENV=production, naming TRIAL and NODE_ENV', async () => {
     const root = join(__dirname, '..');
-    const failure = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register', join(root, 'src/main.ts')], {
+    const [node, ...main] = entryPoint('main');
+    const failure = await promisify(execFile)(node, main, {
       cwd: root,
       timeout: 80_000,
       env: {
         ...process.env,
         NODE_OPTIONS: '',
-        TS_NODE_TRANSPILE_ONLY: '1',
         NODE_ENV: 'production',
         TRIAL: 'true',
         DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',

@@ -1,9 +1,26 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { Config } from '@jest/types';
 import { Client } from 'pg';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres';
 import { generateLicenseKeyPair, issueLicense } from '../../src/modules/licensing/application/license-issuer';
 import { WORKER_DATABASES } from './worker-database';
+
+/**
+ * The specs that run the service or the CLI as processes of their own run the build in dist/
+ * (test/support/service-process.ts `entryPoint`): bring it up to date first. Nothing to do when
+ * no source changed since the last build; about 10 s when one did.
+ */
+function buildIfStale(): void {
+  const root = join(__dirname, '../..');
+  const build = spawnSync(process.execPath, [join(root, 'scripts/build-if-stale.mjs')], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: '' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (build.status !== 0) throw new Error(`scripts/build-if-stale.mjs failed (exit ${build.status ?? build.signal})`);
+}
 
 /**
  * Every Jest worker gets a database of its own, so spec files run side by side without seeing
@@ -13,6 +30,7 @@ import { WORKER_DATABASES } from './worker-database';
  * worker at its own. Tests never touch a developer's data nor what an earlier run left behind.
  */
 export default async function globalSetup(globalConfig: Config.GlobalConfig): Promise<void> {
+  buildIfStale();
   process.env.NODE_ENV = 'test';
   process.env.JWT_SECRET ??= randomBytes(32).toString('hex');
   process.env.LOG_LEVEL ??= 'silent';

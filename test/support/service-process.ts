@@ -41,8 +41,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+const root = join(__dirname, '../..');
+
 /**
- * The service as its own OS process (src/main.ts through ts-node), ready once /health/ready
+ * The command that runs one of the service's entry points (`main`, `cli`) as its
+ * own process: the build in dist/, which the e2e global setup brings up to date before any spec
+ * runs (scripts/build-if-stale.mjs). A spawn is ready in about 2 s from dist/; compiling src/
+ * through ts-node on every spawn took 7 s of CPU each, and the chaos, restart and schedule
+ * specs spawn dozens.
+ */
+export function entryPoint(name: 'main' | 'cli'): string[] {
+  return [process.execPath, join(root, 'dist/src', `${name}.js`)];
+}
+
+/**
+ * The service as its own OS process (dist/src/main.js), ready once /health/ready
  * answers 200. Used to run real worker processes beside the test's API, and to kill them.
  */
 export async function startService(env: Record<string, string>, options: number | StartServiceOptions = {}): Promise<ServiceProcess> {
@@ -52,10 +65,10 @@ export async function startService(env: Record<string, string>, options: number 
     port = await freePort(),
     wrap = (command: string[]) => command,
   } = typeof options === 'number' ? { readyTimeoutMs: options } : options;
-  const [file, ...args] = wrap([process.execPath, '-r', 'ts-node/register', join(__dirname, '../../src/main.ts')]);
+  const [file, ...args] = wrap(entryPoint('main'));
   const child = spawn(file, args, {
-    cwd: join(__dirname, '../..'),
-    env: { ...process.env, NODE_OPTIONS: '', TS_NODE_TRANSPILE_ONLY: '1', LOG_LEVEL: 'error', ...env, PORT: String(port) },
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'error', ...env, PORT: String(port) },
     stdio: captureOutput ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

@@ -30,6 +30,7 @@ import { FairnessModule } from './shared/fairness/fairness.module';
 import { AuditModule } from './modules/audit/audit.module';
 import { MetricsModule } from './shared/metrics/metrics.module';
 import { OutboundModule } from './shared/outbound/outbound.module';
+import { CryptoModule } from './shared/crypto/crypto.module';
 
 @Module({
   imports: [
@@ -70,6 +71,7 @@ import { OutboundModule } from './shared/outbound/outbound.module';
     }),
     MetricsModule,
     OutboundModule,
+    CryptoModule,
     FairnessModule,
     ExpressionsModule,
     ThrottlingModule,

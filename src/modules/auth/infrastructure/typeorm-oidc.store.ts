@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { OidcLogin } from '../domain/oidc-login';
 import { OidcSettings } from '../domain/oidc-settings';
@@ -17,14 +16,11 @@ const owner = (organizationId: string) => `oidc:${organizationId}`;
  */
 @Injectable()
 export class TypeOrmOidcStore extends OidcStore {
-  private readonly box: SecretBox;
-
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    config: AppConfig,
+    private readonly box: SecretBox,
   ) {
     super();
-    this.box = new SecretBox(config.secretsKey);
   }
 
   async settings(organizationId: string): Promise<StoredOidcSettings | null> {

@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { LoginCode } from '../domain/login-code';
 import { SamlSettings, withDefaults } from '../domain/saml-settings';
@@ -25,15 +24,12 @@ interface SessionRow {
  */
 @Injectable()
 export class TypeOrmSamlStore extends SamlStore {
-  /** SP private keys are sealed at rest (SECRETS_KEY), each bound to its row. */
-  private readonly box: SecretBox;
-
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    config: AppConfig,
+    /** SP private keys are sealed at rest (SECRETS_KEY), each bound to its row. */
+    private readonly box: SecretBox,
   ) {
     super();
-    this.box = new SecretBox(config.secretsKey);
   }
 
   async settings(organizationId: string): Promise<SamlSettings | null> {

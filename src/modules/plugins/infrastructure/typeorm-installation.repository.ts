@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
 import { SecretBox } from '../../../shared/crypto/secret-box';
 import { Page, PageRequest, toPage } from '../../../shared/pagination/cursor';
@@ -13,14 +12,11 @@ import { InstallationRow } from './installation.orm-entity';
 /** Splits secret fields off the config and seals them; the row never holds one in clear. */
 @Injectable()
 export class TypeOrmInstallationRepository extends InstallationRepository {
-  private readonly box: SecretBox;
-
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    config: AppConfig,
+    private readonly box: SecretBox,
   ) {
     super();
-    this.box = new SecretBox(config.secretsKey);
   }
 
   private get rows() {

@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
 import { ReadDatabase } from '../../../database/read-database';
 import { openSecrets, sealSecrets } from '../../../shared/crypto/rotating-secrets';
@@ -14,14 +13,11 @@ import { TriggerEventRow, WorkflowTriggerRow } from './trigger.orm-entities';
 /** Triggers with their secrets sealed (AES-256-GCM, bound to the trigger's id). */
 @Injectable()
 export class TypeOrmTriggerRepository extends TriggerRepository {
-  private readonly box: SecretBox;
-
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    config: AppConfig,
+    private readonly box: SecretBox,
   ) {
     super();
-    this.box = new SecretBox(config.secretsKey);
   }
 
   private get rows() {

@@ -2,7 +2,6 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { In } from 'typeorm';
-import { AppConfig } from '../../../config/app-config';
 import { keysetPage } from '../../../database/keyset';
 import { openSecrets, sealSecrets } from '../../../shared/crypto/rotating-secrets';
 import { SecretBox } from '../../../shared/crypto/secret-box';
@@ -14,14 +13,11 @@ import { WebhookEndpointRow } from './webhook.orm-entities';
 /** Endpoints with their signing secrets sealed (AES-256-GCM, bound to the endpoint's id). */
 @Injectable()
 export class TypeOrmEndpointRepository extends EndpointRepository {
-  private readonly box: SecretBox;
-
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    config: AppConfig,
+    private readonly box: SecretBox,
   ) {
     super();
-    this.box = new SecretBox(config.secretsKey);
   }
 
   private get rows() {

@@ -88,7 +88,8 @@ describe('webhook deliveries', () => {
       () => (deliveriesOf('/flaky', executionId).length >= 2 ? deliveriesOf('/flaky', executionId) : null),
       {
         timeoutMs: 20_000,
-        message: 'a second attempt',
+        message: () =>
+          `a second attempt (attempts so far at ${deliveriesOf('/flaky', executionId).map((d) => new Date(d.at).toISOString())})`,
       },
     );
     expect(attempts[1].headers['webhook-id']).toBe(attempts[0].headers['webhook-id']);

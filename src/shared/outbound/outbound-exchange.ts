@@ -26,7 +26,27 @@ export interface ExchangeInit {
  * the lookup Node would do is replaced by one that answers with those addresses, so a second
  * DNS answer (rebinding) never reaches the socket. Host header and TLS SNI keep the host name.
  */
-export function exchange(target: OutboundTarget, init: ExchangeInit, signal: AbortSignal): Promise<OutboundResponse> {
+export async function exchange(target: OutboundTarget, init: ExchangeInit, signal: AbortSignal): Promise<OutboundResponse> {
+  try {
+    return await exchangeOnce(target, init, signal);
+  } catch (error) {
+    if (!(error instanceof StaleSocket)) throw error;
+    // A pooled connection the receiver had just closed as idle (its keep-alive timeout, e.g.
+    // Node's 5 s, racing our reuse): the request never reached it, so it goes again, once, on a
+    // fresh connection (the pool's other idle ones are older still).
+    return exchangeOnce(target, { ...init, agent: undefined }, signal);
+  }
+}
+
+/**
+ * A request on a reused pooled socket that failed with a reset before any byte of a response:
+ * the receiver closed the idle connection as the request was written.
+ */
+class StaleSocket extends Error {}
+
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+function exchangeOnce(target: OutboundTarget, init: ExchangeInit, signal: AbortSignal): Promise<OutboundResponse> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason as Error);
     const send = target.url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -46,8 +66,13 @@ export function exchange(target: OutboundTarget, init: ExchangeInit, signal: Abo
     };
     const onAbort = () => fail(signal.reason as Error);
     signal.addEventListener('abort', onAbort, { once: true });
-    request.on('error', (error: NodeJS.ErrnoException) => fail(connectFailed(target, error)));
+    let answered = false;
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale = request.reusedSocket && !answered && STALE_SOCKET_CODES.has(error.code ?? '');
+      fail(stale ? new StaleSocket(error.message) : connectFailed(target, error));
+    });
     request.on('response', (response) => {
+      answered = true;
       const headers = flattenHeaders(response.headers);
       const status = response.statusCode ?? 0;
       const keep = init.keepBody(status, headers);

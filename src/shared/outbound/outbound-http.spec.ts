@@ -407,5 +407,49 @@ describe('OutboundHttp', () => {
       await expectCode(at(), 'ADDRESS_NOT_ALLOWED');
       expect(connections).toBe(2);
     });
+
+    it('sends a request again on a fresh connection when the pooled one was closed by the receiver as it was reused', async () => {
+      // Each connection answers its first request and resets on its second without reading it:
+      // the receiver closing an idle connection just as the pool hands it out again.
+      const served = new WeakMap<object, number>();
+      const seen: string[] = [];
+      const closing = createServer((req, res) => {
+        const count = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, count);
+        if (count > 1) return req.socket.destroy();
+        seen.push(req.headers['x-n'] as string);
+        req.resume().on('end', () => res.end(`answer ${String(req.headers['x-n'])}`));
+      });
+      await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
+      const at = `http://127.0.0.1:${(closing.address() as AddressInfo).port}/`;
+      try {
+        const http = client('127.0.0.0/8');
+        const send = (n: string) =>
+          http.request({ method: 'POST', url: at, headers: { 'x-n': n }, body: 'x', timeoutMs: 5000, keepAlive: true });
+        expect((await send('1')).body.toString()).toBe('answer 1');
+        expect((await send('2')).body.toString()).toBe('answer 2');
+        expect(seen).toEqual(['1', '2']);
+      } finally {
+        closing.closeAllConnections();
+        await new Promise((resolve) => closing.close(resolve));
+      }
+    });
+
+    it('does not send a request again when a fresh connection is reset', async () => {
+      let requests = 0;
+      const resetting = createServer((req) => {
+        requests++;
+        req.socket.destroy();
+      });
+      await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));
+      try {
+        const http = client('127.0.0.0/8');
+        const port = (resetting.address() as AddressInfo).port;
+        await expectCode(http.request(get(`http://127.0.0.1:${port}/`, { keepAlive: true })), 'CONNECT_FAILED');
+        expect(requests).toBe(1);
+      } finally {
+        await new Promise((resolve) => resetting.close(resolve));
+      }
+    });
   });
 });
